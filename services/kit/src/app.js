@@ -1,0 +1,156 @@
+// The Fastify application of one worker: the kit's routes (health, metrics, OpenAPI) around a
+// service's own routes, with JSON errors, load shedding and request metrics.
+import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
+import Fastify, { LogController } from 'fastify'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import underPressure from '@fastify/under-pressure'
+import { contentType } from './metrics.js'
+import { isUnavailable } from './pg.js'
+
+export const errorSchema = {
+  $id: 'error',
+  type: 'object',
+  required: ['statusCode', 'error', 'message'],
+  properties: {
+    statusCode: { type: 'integer' },
+    error: { type: 'string' },
+    message: { type: 'string', description: 'what was wrong, naming the field' }
+  }
+}
+const err = { $ref: 'error#' }
+/** Response schemas of the error statuses every route can answer. */
+export const errorResponses = { 400: err, 404: err, 500: err, 503: err }
+
+/** An error that the error handler turns into `{statusCode, error, message}`. */
+export function httpError (statusCode, message) {
+  return Object.assign(new Error(message), { statusCode })
+}
+
+/**
+ * @param {object} deps
+ * @param {{ name: string, version?: string, description?: string, routes: Function }} deps.service
+ * @param {Function} deps.collectMetrics  resolves to the Prometheus text of the whole process
+ */
+export async function buildApp ({ service, config, log, metrics, pool, cache, collectMetrics }) {
+  const app = Fastify({
+    loggerInstance: log,
+    logController: new LogController({ disableRequestLogging: !config.LOG_REQUESTS }),
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    ajv: { customOptions: { coerceTypes: 'array', allErrors: false } },
+    bodyLimit: 1024 * 1024
+  })
+  app.decorate('config', config)
+  app.decorate('pg', pool)
+  app.decorate('cache', cache)
+  app.decorate('metrics', metrics)
+  // Set when shutdown starts: /readyz fails and responses ask clients to reconnect elsewhere.
+  app.decorate('draining', false)
+  app.addSchema(errorSchema)
+
+  /**
+   * Cache-aside for a whole response: sends the cached JSON text of `key`, or calls `load()` for the
+   * document, serializes it once by the route's response schema and caches that text.
+   * Resolves to true once sent, or to false when `load()` found nothing (the route then answers 404).
+   */
+  app.decorateReply('sendCached', async function (key, load) {
+    const json = await cache.wrap(key, async () => {
+      const doc = await load()
+      return doc === null ? null : this.serialize(doc)
+    })
+    if (json === null) return false
+    this.type('application/json; charset=utf-8').send(json)
+    return true
+  })
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+    if (app.draining) reply.header('connection', 'close')
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.httpDuration.observe({
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status_code: reply.statusCode
+    }, reply.elapsedTime / 1000)
+    metrics.workerRequests.inc({ worker: metrics.worker })
+  })
+
+  app.setErrorHandler((error, request, reply) => {
+    if (error.validation) return sendError(reply, 400, error.message)
+    if (isUnavailable(error)) {
+      request.log.warn({ err: error.message }, 'database unavailable')
+      reply.header('retry-after', '1')
+      return sendError(reply, 503, 'database unavailable, retry shortly')
+    }
+    const status = error.statusCode >= 400 && error.statusCode < 600 ? error.statusCode : 500
+    if (status === 500) request.log.error({ err: error }, 'request failed')
+    return sendError(reply, status, status === 500 ? 'Internal Server Error' : error.message)
+  })
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, 404, `Route ${request.method}:${request.url} not found`))
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: `${service.name} API`, version: service.version ?? '0.0.0', description: service.description },
+      tags: [{ name: 'ops', description: 'health and metrics' }]
+    },
+    refResolver: { buildLocalReference: (json, baseUri, fragment, i) => json.$id ?? `def-${i}` }
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+
+  const ok = { type: 'object', properties: { status: { type: 'string' } } }
+  app.get('/healthz', {
+    schema: { tags: ['ops'], summary: 'liveness: the process is serving HTTP', response: { 200: ok } }
+  }, async () => ({ status: 'ok' }))
+
+  const readiness = {
+    type: 'object',
+    properties: { status: { type: 'string' }, postgres: { type: 'string' }, cache: { type: 'string' } }
+  }
+  app.get('/readyz', {
+    schema: {
+      tags: ['ops'],
+      summary: 'readiness: PostgreSQL reachable (and Redis, when READY_REQUIRES_CACHE), not shutting down',
+      response: { 200: readiness, 503: readiness }
+    }
+  }, async (request, reply) => {
+    const [postgres, cacheUp] = await Promise.all([
+      pool.query('SELECT 1').then(() => 'ok', () => 'down'),
+      cache.ping().then((up) => (up ? 'ok' : 'down'), () => 'down')
+    ])
+    const cacheState = cache.kind === 'memory' ? 'memory' : cacheUp
+    const ready = !app.draining && postgres === 'ok' && (cacheState !== 'down' || !config.READY_REQUIRES_CACHE)
+    reply.code(ready ? 200 : 503)
+    return { status: app.draining ? 'shutting down' : ready ? 'ready' : 'not ready', postgres, cache: cacheState }
+  })
+
+  app.get('/metrics', {
+    schema: { tags: ['ops'], summary: 'Prometheus metrics, summed over all worker threads', produces: ['text/plain'] }
+  }, async (request, reply) => {
+    reply.type(contentType)
+    return collectMetrics()
+  })
+
+  // The service's routes, and load shedding for them only: health and metrics must answer under load.
+  await app.register(async (scope) => {
+    await scope.register(underPressure, {
+      maxEventLoopDelay: config.MAX_EVENT_LOOP_DELAY_MS,
+      maxEventLoopUtilization: config.MAX_EVENT_LOOP_UTILIZATION,
+      retryAfter: 1,
+      message: 'service overloaded, retry shortly'
+    })
+    await scope.register(service.routes)
+  })
+
+  app.addHook('onClose', async () => {
+    await Promise.allSettled([pool.end(), cache.close()])
+  })
+  return app
+}
+
+function sendError (reply, statusCode, message) {
+  return reply.code(statusCode).send({ statusCode, error: STATUS_CODES[statusCode], message })
+}

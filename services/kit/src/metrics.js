@@ -1,0 +1,91 @@
+// Prometheus metrics. Each worker thread counts into its own registry; a scrape that lands on any
+// worker asks the main thread, which gathers every worker's registry and sums them (workers.js), so
+// one scrape always shows the whole pod.
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import client from 'prom-client'
+
+// Fine at the bottom: a cache hit is answered in well under a millisecond.
+export const DURATION_BUCKETS = [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+
+/** The registry of one worker thread. */
+export function createMetrics ({ worker = 0 } = {}) {
+  const registry = new client.Registry()
+  const m = { registry, worker: String(worker) }
+  const opts = (o) => ({ registers: [registry], ...o })
+
+  m.httpDuration = new client.Histogram(opts({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by route, method and status code',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: DURATION_BUCKETS
+  }))
+  m.workerRequests = new client.Counter(opts({
+    name: 'http_requests_by_worker_total',
+    help: 'HTTP requests answered by each worker thread (how evenly the kernel spreads connections)',
+    labelNames: ['worker']
+  }))
+  m.cacheRequests = new client.Counter(opts({
+    name: 'cache_requests_total',
+    help: 'cache lookups by keyspace and result (hit, miss, error: Redis failed and the request went to the database)',
+    labelNames: ['keyspace', 'result']
+  }))
+  m.cacheLoads = new client.Counter(opts({
+    name: 'cache_loads_total',
+    help: 'database loads behind cache misses; concurrent misses of one key share one load',
+    labelNames: ['keyspace']
+  }))
+  new client.Gauge(opts({ // eslint-disable-line no-new
+    name: 'service_workers',
+    help: 'worker threads serving',
+    collect () { this.set(1) }
+  }))
+
+  const loop = monitorEventLoopDelay({ resolution: 10 })
+  loop.enable()
+  new client.Gauge(opts({ // eslint-disable-line no-new
+    name: 'worker_eventloop_lag_seconds',
+    help: 'event-loop delay of each worker thread since the previous scrape',
+    labelNames: ['worker', 'quantile'],
+    collect () {
+      for (const q of [0.5, 0.9, 0.99]) this.set({ worker: m.worker, quantile: String(q) }, loop.percentile(q * 100) / 1e9)
+      this.set({ worker: m.worker, quantile: '1' }, loop.max / 1e9)
+      loop.reset()
+    }
+  }))
+  m.stop = () => loop.disable()
+  return m
+}
+
+/** Gauges of a pg Pool, read at scrape time. */
+export function poolMetrics (metrics, pool, max) {
+  const opts = (o) => ({ registers: [metrics.registry], ...o })
+  new client.Gauge(opts({ // eslint-disable-line no-new
+    name: 'pg_pool_connections',
+    help: 'PostgreSQL pool connections by state (active: lent to a query)',
+    labelNames: ['state'],
+    collect () {
+      this.set({ state: 'idle' }, pool.idleCount)
+      this.set({ state: 'active' }, pool.totalCount - pool.idleCount)
+      this.set({ state: 'max' }, max)
+    }
+  }))
+  new client.Gauge(opts({ // eslint-disable-line no-new
+    name: 'pg_pool_waiting_requests',
+    help: 'queries waiting for a free PostgreSQL connection',
+    collect () { this.set(pool.waitingCount) }
+  }))
+}
+
+/** The main thread's own registry: process-wide CPU, memory, file descriptors. */
+export function createProcessMetrics () {
+  const registry = new client.Registry()
+  client.collectDefaultMetrics({ register: registry })
+  return registry
+}
+
+/** Sums the JSON of several registries into one Prometheus text exposition. */
+export async function aggregate (metricsJson) {
+  return client.AggregatorRegistry.aggregate(metricsJson).metrics()
+}
+
+export const contentType = client.Registry.PROMETHEUS_CONTENT_TYPE

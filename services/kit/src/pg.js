@@ -1,0 +1,35 @@
+// One pg Pool per worker thread.
+import pg from 'pg'
+
+/** @returns {pg.Pool} */
+export function createPool (config, log, applicationName) {
+  const pool = new pg.Pool({
+    connectionString: config.DATABASE_URL,
+    max: config.PG_POOL_MAX,
+    connectionTimeoutMillis: config.PG_CONNECT_TIMEOUT_MS,
+    statement_timeout: config.PG_STATEMENT_TIMEOUT_MS || undefined,
+    idleTimeoutMillis: 30_000,
+    application_name: applicationName
+  })
+  // An idle connection dies when PostgreSQL restarts; without this listener the process would crash.
+  pool.on('error', (err) => log.warn({ err: err.message }, 'idle PostgreSQL connection lost'))
+  return pool
+}
+
+/**
+ * Runs a query whose single column `json` holds a whole response document, built by PostgreSQL so
+ * that a request is one round trip. Returns the parsed document, or null when there is no row.
+ * `name` makes pg prepare the statement once per connection.
+ */
+export async function queryDocument (pool, { name, text }, values) {
+  const { rows } = await pool.query({ name, text, values })
+  return rows.length ? rows[0].json : null
+}
+
+// SQLSTATE classes that mean "the database is not reachable now", not "the query is wrong".
+const UNAVAILABLE = /^(08|53|57P0)/
+export function isUnavailable (err) {
+  return UNAVAILABLE.test(err?.code ?? '') ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(err?.code) ||
+    /timeout exceeded when trying to connect|Connection terminated/i.test(err?.message ?? '')
+}

@@ -1,0 +1,49 @@
+// One worker thread: its own pg pool, cache client, metrics registry and Fastify app on the shared port.
+import { parentPort, workerData } from 'node:worker_threads'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { loadConfig } from './config.js'
+import { createLogger } from './logger.js'
+import { createMetrics, poolMetrics } from './metrics.js'
+import { createPool } from './pg.js'
+import { createCache } from './cache.js'
+import { buildApp } from './app.js'
+
+const { serviceUrl, id, reusePort, pretty } = workerData
+const service = (await import(serviceUrl)).default
+const config = loadConfig(service.config)
+const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty, base: { worker: id } })
+const metrics = createMetrics({ worker: id })
+const pool = createPool(config, log, `${service.name}-${id}`)
+poolMetrics(metrics, pool, config.PG_POOL_MAX)
+const cache = createCache({ config, metrics, log })
+
+// A scrape landing here is answered by the main thread with the sum of every worker.
+const scrapes = new Map()
+let scrapeSeq = 0
+function collectMetrics () {
+  const scrapeId = ++scrapeSeq
+  return new Promise((resolve) => {
+    scrapes.set(scrapeId, resolve)
+    parentPort.postMessage({ type: 'scrape', id: scrapeId })
+  })
+}
+
+const app = await buildApp({ service, config, log, metrics, pool, cache, collectMetrics })
+
+parentPort.on('message', async (msg) => {
+  if (msg.type === 'collect') {
+    parentPort.postMessage({ type: 'collected', id: msg.id, json: await metrics.registry.getMetricsAsJSON() })
+  } else if (msg.type === 'scrape-result') {
+    scrapes.get(msg.id)?.(msg.text)
+    scrapes.delete(msg.id)
+  } else if (msg.type === 'shutdown') {
+    app.draining = true
+    await sleep(config.SHUTDOWN_DELAY_MS)
+    await app.close() // stops accepting, lets in-flight requests finish, closes pool and cache
+    metrics.stop()
+    process.exit(0) // ends this thread only
+  }
+})
+
+const address = await app.listen({ host: config.HOST, port: config.PORT, reusePort })
+parentPort.postMessage({ type: 'listening', address })

@@ -1,0 +1,183 @@
+// Throwaway PostgreSQL and Redis servers for tests and benchmarks, started from the binaries on PATH,
+// plus a helper that runs a service as a real child process. Nothing here mocks anything.
+import { spawn, execFileSync } from 'node:child_process'
+import { mkdtemp, rm, chown } from 'node:fs/promises'
+import { existsSync, readdirSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, delimiter } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+
+export async function freePort () {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.unref()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+// Debian keeps the PostgreSQL server binaries out of PATH, under /usr/lib/postgresql/<major>/bin.
+function findBinary (name, hint) {
+  const dirs = process.env.PATH.split(delimiter)
+  if (existsSync('/usr/lib/postgresql')) {
+    for (const v of readdirSync('/usr/lib/postgresql').sort().reverse()) dirs.push(`/usr/lib/postgresql/${v}/bin`)
+  }
+  for (const dir of dirs) {
+    const file = join(dir, name)
+    if (existsSync(file)) return file
+  }
+  throw new Error(`${name} not found on PATH: install ${hint}`)
+}
+
+// PostgreSQL refuses to run as root, so under root the server runs as the postgres system user.
+function serverUser () {
+  if (process.getuid?.() !== 0) return {}
+  try {
+    return {
+      uid: Number(execFileSync('id', ['-u', 'postgres']).toString()),
+      gid: Number(execFileSync('id', ['-g', 'postgres']).toString())
+    }
+  } catch {
+    throw new Error('running as root needs the postgres system user: install postgresql (apt-get install postgresql)')
+  }
+}
+
+async function waitFor (check, what, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs
+  let lastError
+  while (Date.now() < deadline) {
+    try {
+      const v = await check()
+      if (v !== false) return v
+    } catch (err) { lastError = err }
+    await sleep(50)
+  }
+  throw new Error(`${what} not ready after ${timeoutMs} ms${lastError ? `: ${lastError.message}` : ''}`)
+}
+
+function collect (child) {
+  let out = ''
+  child.stdout?.on('data', (d) => { out += d })
+  child.stderr?.on('data', (d) => { out += d })
+  return () => out
+}
+
+function exited (child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => child.once('exit', resolve))
+}
+
+/** Creates an empty database with a unique name on the server of `adminUrl` and returns its URL. */
+export async function createDatabase (adminUrl, prefix = 'test') {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`
+  const c = new pg.Client({ connectionString: adminUrl })
+  await c.connect()
+  try { await c.query(`CREATE DATABASE ${name}`) } finally { await c.end() }
+  return adminUrl.replace(/\/[^/]*$/, `/${name}`)
+}
+
+/**
+ * Starts a PostgreSQL server in a temporary directory on a free loopback port.
+ * `settings` are extra `-c name=value` server settings (a benchmark passes bulk-load tuning here).
+ * Returns { url, port, dir, stop(), createDatabase() }.
+ */
+export async function startPostgres ({ settings = {} } = {}) {
+  const initdb = findBinary('initdb', 'postgresql (apt-get install postgresql)')
+  const postgres = findBinary('postgres', 'postgresql (apt-get install postgresql)')
+  const user = serverUser()
+  const dir = await mkdtemp(join(tmpdir(), 'suite-pg-'))
+  if (user.uid !== undefined) await chown(dir, user.uid, user.gid)
+  execFileSync(initdb, ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...user, stdio: 'pipe' })
+  const port = await freePort()
+  const args = ['-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300']
+  for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
+  const child = spawn(postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] })
+  const output = collect(child)
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  await waitFor(async () => {
+    if (child.exitCode !== null) throw new Error(`postgres exited: ${output()}`)
+    const c = new pg.Client({ connectionString: url })
+    await c.connect()
+    await c.end()
+  }, 'postgres')
+  return {
+    url,
+    port,
+    dir,
+    output,
+    createDatabase: (prefix) => createDatabase(url, prefix),
+    async stop () {
+      child.kill('SIGINT') // fast shutdown
+      await exited(child)
+      await rm(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/**
+ * Starts redis-server on a free loopback port with persistence off.
+ * Returns { url, port, kill(), start(), stop() }: kill() is SIGKILL (a crash), start() brings it back on the same port.
+ */
+export async function startRedis () {
+  const bin = findBinary('redis-server', 'redis-server (apt-get install redis-server)')
+  const port = await freePort()
+  let child
+  const start = async () => {
+    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const output = collect(child)
+    await waitFor(() => {
+      if (child.exitCode !== null) throw new Error(`redis-server exited: ${output()}`)
+      return output().includes('Ready to accept connections')
+    }, 'redis-server')
+  }
+  await start()
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    start,
+    async kill () {
+      child.kill('SIGKILL')
+      await exited(child)
+    },
+    async stop () {
+      child.kill('SIGTERM')
+      await exited(child)
+    }
+  }
+}
+
+/**
+ * Runs `node <entry> ...args` as a child process with `env` added, and waits until GET <url>/readyz is 200.
+ * Returns { url, port, child, logs(), stop(signal) } where stop resolves with { code, signal }.
+ */
+export async function startService ({ entry, args = [], env = {}, port, readyPath = '/readyz', timeoutMs = 30_000 }) {
+  port ??= await freePort()
+  const child = spawn(process.execPath, [entry, ...args], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  const logs = collect(child)
+  const url = `http://127.0.0.1:${port}`
+  await waitFor(async () => {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${logs()}`)
+    const res = await fetch(url + readyPath)
+    return res.status === 200
+  }, `service ${entry}`, timeoutMs)
+  return {
+    url,
+    port,
+    child,
+    logs,
+    async stop (signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      await exited(child)
+      return { code: child.exitCode, signal: child.signalCode }
+    }
+  }
+}

@@ -1,0 +1,32 @@
+import { queryDocument, httpError } from '@suite/kit'
+import * as sql from './sql.js'
+import * as schemas from './schemas.js'
+
+// Every cache key starts with this; a data load deletes them all.
+export const CACHE_PREFIX = 'product:'
+
+/** The Atelier products API: each answer is one query, then cached text (reply.sendCached, in the kit). */
+export default async function routes (app) {
+  const { pg } = app
+
+  app.get('/products', { schema: schemas.list }, async (request, reply) => {
+    const { page, count, after } = request.query
+    await (after === undefined
+      ? reply.sendCached(`${CACHE_PREFIX}page:${page}:${count}`, () =>
+        queryDocument(pg, sql.productPage, [(page - 1) * count, page * count]))
+      : reply.sendCached(`${CACHE_PREFIX}after:${after}:${count}`, () =>
+        queryDocument(pg, sql.productsAfter, [after, count])))
+    return reply
+  })
+
+  // The three routes of one product differ only by query; an unknown product is a 404 on each.
+  const byProduct = (keyspace, query) => async (request, reply) => {
+    const id = request.params.product_id
+    const found = await reply.sendCached(`${CACHE_PREFIX}${keyspace}:${id}`, () => queryDocument(pg, query, [id]))
+    if (!found) throw httpError(404, `product ${id} not found`)
+    return reply
+  }
+  app.get('/products/:product_id', { schema: schemas.product }, byProduct('product', sql.product))
+  app.get('/products/:product_id/styles', { schema: schemas.styles }, byProduct('styles', sql.styles))
+  app.get('/products/:product_id/related', { schema: schemas.related }, byProduct('related', sql.related))
+}
