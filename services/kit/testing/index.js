@@ -181,3 +181,56 @@ export async function startService ({ entry, args = [], env = {}, port, readyPat
     }
   }
 }
+
+/** GET and parse; returns { status, headers, body }. */
+export async function get (base, path) {
+  const res = await fetch(base + path)
+  const text = await res.text()
+  let body = text
+  try { body = JSON.parse(text) } catch {}
+  return { status: res.status, headers: res.headers, body }
+}
+
+/** The value of one series of a Prometheus text exposition (0 when absent). */
+export function metric (text, name, labels = {}) {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`)
+  let sum = 0
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue
+    if (want.every((l) => line.includes(l))) sum += Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
+  return sum
+}
+
+/**
+ * Load like a client behind a load balancer: `clients` keep-alive connections, each sending the
+ * next request as soon as the previous answer is in, until `until()` is true. A client stops
+ * when an answer says `Connection: close` (the server is draining), as HTTP clients do, and never
+ * opens a second connection. Resolves to { statuses: {code: n}, errors: {code: n}, sent }.
+ */
+export async function keepAliveLoad ({ url, paths, clients = 16, until }) {
+  const { request, Agent } = await import('node:http')
+  const result = { statuses: {}, errors: {}, sent: 0 }
+  const one = (agent, path) => new Promise((resolve) => {
+    const req = request(url + path, { agent }, (res) => {
+      res.resume()
+      res.on('end', () => {
+        result.statuses[res.statusCode] = (result.statuses[res.statusCode] ?? 0) + 1
+        resolve(res.headers.connection !== 'close')
+      })
+      res.on('error', (err) => { count(err); resolve(false) })
+    })
+    const count = (err) => { result.errors[err.code ?? err.message] = (result.errors[err.code ?? err.message] ?? 0) + 1 }
+    req.on('error', (err) => { count(err); resolve(false) })
+    result.sent++
+    req.end()
+  })
+  await Promise.all(Array.from({ length: clients }, async (_, c) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    for (let i = c; !until(); i++) {
+      if (!await one(agent, paths[i % paths.length])) break
+    }
+    agent.destroy()
+  }))
+  return result
+}

@@ -1,0 +1,113 @@
+// The kit's process model, tested on a real process: config errors, several worker threads on one
+// port with one metrics view, crash replacement, graceful shutdown.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { request } from 'node:http'
+import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startService, get, metric } from '@suite/kit/testing'
+import { adminUrl } from '@suite/kit/testing/env'
+
+const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
+const start = (env = {}) => startService({ entry, env: { DATABASE_URL: adminUrl, ...env } })
+
+// A GET on a connection of its own, so the kernel may hand it to any worker.
+function getFresh (url) {
+  return new Promise((resolve, reject) => {
+    request(url, { agent: false }, (res) => {
+      let body = ''
+      res.on('data', (d) => { body += d })
+      res.on('end', () => resolve({ status: res.statusCode, body }))
+    }).on('error', reject).end()
+  })
+}
+
+test('a bad or missing setting stops the process with one line naming it', () => {
+  const run = (env) => spawnSync(process.execPath, [entry], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' })
+  const missing = run({})
+  assert.equal(missing.status, 1)
+  assert.equal(missing.stderr.trim(), 'fixture: config: DATABASE_URL is required but not set')
+  const bad = run({ DATABASE_URL: adminUrl, PORT: 'eighty' })
+  assert.equal(bad.status, 1)
+  assert.equal(bad.stderr.trim(), 'fixture: config: PORT must be integer (got "eighty")')
+  const badUrl = run({ DATABASE_URL: 'mysql://x' })
+  assert.match(badUrl.stderr.trim(), /^fixture: config: DATABASE_URL must match pattern/)
+})
+
+test('two workers serve one port and one scrape shows the sum of both', async () => {
+  const svc = await start({ WORKERS: '2' })
+  try {
+    const n = 200
+    for (let i = 0; i < n; i += 20) {
+      await Promise.all(Array.from({ length: 20 }, () => getFresh(`${svc.url}/slow`)))
+    }
+    for (let i = 0; i < 10; i++) {
+      const text = (await getFresh(`${svc.url}/metrics`)).body
+      assert.equal(metric(text, 'http_request_duration_seconds_count', { route: '/slow' }), n, 'every scrape sees all requests')
+      assert.equal(metric(text, 'service_workers'), 2)
+      const perWorker = [0, 1].map((w) => metric(text, 'http_requests_by_worker_total', { worker: w }))
+      assert.ok(perWorker.every((c) => c > 0), `both workers served: ${perWorker}`)
+      assert.ok(text.includes('process_cpu_seconds_total'), 'process metrics come once, from the main thread')
+    }
+  } finally {
+    assert.equal((await svc.stop()).code, 0)
+  }
+})
+
+test('a crashed worker is replaced and the port keeps answering', async () => {
+  const svc = await start({ WORKERS: '2' })
+  try {
+    await get(svc.url, '/crash')
+    // Connections queued on the dying worker's socket at the instant it dies are reset, as with any
+    // crashed process; from then on the other worker, and soon its replacement, answer everything.
+    for (let i = 0; i < 100 && !/worker exited/.test(svc.logs()); i++) await sleep(20)
+    for (let i = 0; i < 50; i++) assert.equal((await getFresh(`${svc.url}/slow`)).status, 200)
+    let workers = 0
+    for (let i = 0; i < 100 && workers !== 2; i++) {
+      await sleep(50)
+      workers = metric((await getFresh(`${svc.url}/metrics`)).body, 'service_workers')
+    }
+    assert.equal(workers, 2)
+    assert.match(svc.logs(), /worker exited, starting a new one/)
+  } finally {
+    await svc.stop()
+  }
+})
+
+test('SIGTERM: readiness fails at once, in-flight requests finish, exit 0', async () => {
+  const svc = await start({ WORKERS: '2', SHUTDOWN_DELAY_MS: '300' })
+  const inflight = Array.from({ length: 20 }, () => getFresh(`${svc.url}/slow?ms=800`))
+  await sleep(200)
+  const stopped = svc.stop('SIGTERM')
+  await sleep(50)
+  const ready = await getFresh(`${svc.url}/readyz`)
+  assert.equal(ready.status, 503)
+  assert.equal(JSON.parse(ready.body).status, 'shutting down')
+  const answers = await Promise.all(inflight)
+  assert.deepEqual(answers.map((a) => a.status), Array(20).fill(200))
+  assert.deepEqual(await stopped, { code: 0, signal: null })
+})
+
+test('SIGTERM: a request longer than SHUTDOWN_GRACE_MS is cut and the exit says so', async () => {
+  const svc = await start({ WORKERS: '1', SHUTDOWN_GRACE_MS: '500' })
+  const long = getFresh(`${svc.url}/slow?ms=10000`).catch((err) => err)
+  await sleep(100)
+  const t0 = Date.now()
+  const { code } = await svc.stop('SIGTERM')
+  assert.equal(code, 1)
+  assert.ok(Date.now() - t0 < 3000, 'forced exit soon after the grace')
+  assert.ok((await long) instanceof Error)
+})
+
+test('/readyz fails while PostgreSQL is unreachable; /healthz still answers', async () => {
+  const svc = await startService({ entry, env: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PG_CONNECT_TIMEOUT_MS: '200' }, readyPath: '/healthz' })
+  try {
+    const ready = await get(svc.url, '/readyz')
+    assert.equal(ready.status, 503)
+    assert.deepEqual(ready.body, { status: 'not ready', postgres: 'down', cache: 'memory' })
+    assert.equal((await get(svc.url, '/healthz')).status, 200)
+  } finally {
+    await svc.stop()
+  }
+})
