@@ -85,7 +85,7 @@ export async function createDatabase (adminUrl, prefix = 'test') {
 /**
  * Starts a PostgreSQL server in a temporary directory on a free loopback port.
  * `settings` are extra `-c name=value` server settings (a benchmark passes bulk-load tuning here).
- * Returns { url, port, dir, stop(), createDatabase() }.
+ * Returns { url, port, dir, createDatabase(), stop({ keepData }), start() }.
  */
 export async function startPostgres ({ settings = {} } = {}) {
   const initdb = findBinary('initdb', 'postgresql (apt-get install postgresql)')
@@ -97,25 +97,31 @@ export async function startPostgres ({ settings = {} } = {}) {
   const port = await freePort()
   const args = ['-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300']
   for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
-  const child = spawn(postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] })
-  const output = collect(child)
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`
-  await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`postgres exited: ${output()}`)
-    const c = new pg.Client({ connectionString: url })
-    await c.connect()
-    await c.end()
-  }, 'postgres')
+  let child, output
+  const start = async () => {
+    child = spawn(postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] })
+    output = collect(child)
+    await waitFor(async () => {
+      if (child.exitCode !== null) throw new Error(`postgres exited: ${output()}`)
+      const c = new pg.Client({ connectionString: url })
+      await c.connect()
+      await c.end()
+    }, 'postgres')
+  }
+  await start()
   return {
     url,
     port,
     dir,
-    output,
+    output: () => output(),
     createDatabase: (prefix) => createDatabase(url, prefix),
-    async stop () {
-      child.kill('SIGINT') // fast shutdown
+    /** Starts the server again on the same port and data after stop({ keepData: true }). */
+    start,
+    async stop ({ keepData = false } = {}) {
+      child.kill('SIGINT') // fast shutdown: clients are disconnected at once
       await exited(child)
-      await rm(dir, { recursive: true, force: true })
+      if (!keepData) await rm(dir, { recursive: true, force: true })
     }
   }
 }
