@@ -23,6 +23,7 @@ export function createCache ({ config, metrics, log }) {
    * The metrics keyspace is the key up to its last ':' (e.g. product:styles).
    */
   function wrap (key, load, ttl = config.CACHE_TTL_SECONDS) {
+    if (!config.CACHE_ENABLED) return load()
     let pending = inflight.get(key)
     if (!pending) {
       pending = lookup(key, load, ttl).finally(() => inflight.delete(key))

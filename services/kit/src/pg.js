@@ -9,7 +9,10 @@ export function createPool (config, log, applicationName) {
     connectionTimeoutMillis: config.PG_CONNECT_TIMEOUT_MS,
     statement_timeout: config.PG_STATEMENT_TIMEOUT_MS || undefined,
     idleTimeoutMillis: 30_000,
-    application_name: applicationName
+    application_name: applicationName,
+    // Not a pg option: read by queryDocument. Off for poolers that share server sessions between
+    // clients (PgBouncer in transaction mode, the embedded PGlite), where statement names collide.
+    prepareStatements: config.PG_PREPARED_STATEMENTS
   })
   // An idle connection dies when PostgreSQL restarts; without this listener the process would crash.
   pool.on('error', (err) => log.warn({ err: err.message }, 'idle PostgreSQL connection lost'))
@@ -19,10 +22,10 @@ export function createPool (config, log, applicationName) {
 /**
  * Runs a query whose single column `json` holds a whole response document, built by PostgreSQL so
  * that a request is one round trip. Returns the parsed document, or null when there is no row.
- * `name` makes pg prepare the statement once per connection.
+ * `name` makes pg prepare the statement once per connection (unless PG_PREPARED_STATEMENTS=false).
  */
 export async function queryDocument (pool, { name, text }, values) {
-  const { rows } = await pool.query({ name, text, values })
+  const { rows } = await pool.query({ name: pool.options.prepareStatements ? name : undefined, text, values })
   return rows.length ? rows[0].json : null
 }
 

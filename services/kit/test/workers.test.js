@@ -111,3 +111,31 @@ test('/readyz fails while PostgreSQL is unreachable; /healthz still answers', as
     await svc.stop()
   }
 })
+
+test('overload: the event loop lags, service routes answer 503 with Retry-After, health still answers', async () => {
+  const svc = await start({ WORKERS: '1', MAX_EVENT_LOOP_DELAY_MS: '100' })
+  try {
+    const statuses = []
+    let retryAfter
+    for (let i = 0; i < 20 && !retryAfter; i++) {
+      await Promise.all([get(svc.url, '/busy?ms=400'), get(svc.url, '/busy?ms=400')])
+      const res = await get(svc.url, '/slow')
+      statuses.push(res.status)
+      if (res.status === 503) {
+        retryAfter = res.headers.get('retry-after')
+        assert.deepEqual(res.body, { statusCode: 503, error: 'Service Unavailable', message: 'service overloaded, retry shortly' })
+        assert.equal((await get(svc.url, '/healthz')).status, 200)
+      }
+    }
+    assert.equal(retryAfter, '1', `shed load at some point: ${statuses}`)
+    // Once the hog stops, the service answers again.
+    let status
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      await sleep(100)
+      status = (await get(svc.url, '/slow')).status
+    }
+    assert.equal(status, 200)
+  } finally {
+    await svc.stop()
+  }
+})
