@@ -1,0 +1,16 @@
+// README.md stays true: every setting the kit reads is in its configuration table.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { baseSchema } from '@suite/kit'
+
+test('README documents every setting of the kit with its default', () => {
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+  for (const [name, schema] of Object.entries(baseSchema.properties)) {
+    const row = readme.split('\n').find((line) => line.startsWith(`| \`${name}\` |`))
+    assert.ok(row, `${name} is missing from the README configuration table`)
+    if (typeof schema.default === 'boolean' || (typeof schema.default === 'number' && name !== 'WORKERS')) {
+      assert.ok(row.includes(`\`${schema.default}\``), `${name}: README default differs from ${schema.default}`)
+    }
+  }
+})
