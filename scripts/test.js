@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process'
 import { startPostgres, startRedis } from '@suite/kit/testing'
 
 const patterns = process.argv.slice(2)
-const files = patterns.length ? patterns : ['services/*/test/**/*.test.js']
+const files = patterns.length ? patterns : ['services/*/test/**/*.test.js', 'scripts/*.test.js']
 
 let pgServer, redis
 try {
@@ -17,7 +17,7 @@ try {
   process.exit(1)
 }
 
-const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=120000', ...files], {
+const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=120000', '--test-force-exit', ...files], {
   stdio: 'inherit',
   env: { ...process.env, TEST_DATABASE_URL: pgServer.url, TEST_REDIS_URL: redis.url }
 })

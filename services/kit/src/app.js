@@ -53,12 +53,14 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
   /**
    * Cache-aside for a whole response: sends the cached JSON text of `key`, or calls `load()` for the
    * document, serializes it once by the route's response schema and caches that text.
+   * `version(doc)`: for documents that change, their version (see cache.invalidate).
    * Resolves to true once sent, or to false when `load()` found nothing (the route then answers 404).
    */
-  app.decorateReply('sendCached', async function (key, load) {
+  app.decorateReply('sendCached', async function (key, load, { version } = {}) {
     const json = await cache.wrap(key, async () => {
       const doc = await load()
-      return doc === null ? null : this.serialize(doc)
+      const value = doc === null ? null : this.serialize(doc)
+      return version ? { value, version: doc === null ? 0 : version(doc) } : value
     })
     if (json === null) return false
     this.type('application/json; charset=utf-8').send(json)

@@ -15,27 +15,33 @@ const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty, 
 const metrics = createMetrics({ worker: id })
 const pool = createPool(config, log, `${service.name}-${id}`)
 poolMetrics(metrics, pool, config.PG_POOL_MAX)
-const cache = createCache({ config, metrics, log })
-
-// A scrape landing here is answered by the main thread with the sum of every worker.
-const scrapes = new Map()
-let scrapeSeq = 0
-function collectMetrics () {
-  const scrapeId = ++scrapeSeq
+// Requests to the main thread (see `calls` in workers.js), answered by { type: 'reply', id, result }.
+const pending = new Map()
+let callSeq = 0
+function call (op, args = {}) {
+  const callId = ++callSeq
   return new Promise((resolve) => {
-    scrapes.set(scrapeId, resolve)
-    parentPort.postMessage({ type: 'scrape', id: scrapeId })
+    pending.set(callId, resolve)
+    parentPort.postMessage({ type: 'call', id: callId, op, ...args })
   })
 }
 
-const app = await buildApp({ service, config, log, metrics, pool, cache, collectMetrics })
+const cache = createCache({ config, metrics, log, broadcast: (key, version) => call('invalidate', { key, version }) })
+// A scrape landing here is answered by the main thread with the sum of every worker.
+const app = await buildApp({ service, config, log, metrics, pool, cache, collectMetrics: () => call('scrape') })
+
+// What the main thread asks of every worker.
+const answers = {
+  metrics: () => metrics.registry.getMetricsAsJSON(),
+  invalidate: ({ key, version }) => cache.applyInvalidation(key, version)
+}
 
 parentPort.on('message', async (msg) => {
-  if (msg.type === 'collect') {
-    parentPort.postMessage({ type: 'collected', id: msg.id, json: await metrics.registry.getMetricsAsJSON() })
-  } else if (msg.type === 'scrape-result') {
-    scrapes.get(msg.id)?.(msg.text)
-    scrapes.delete(msg.id)
+  if (msg.type === 'reply') {
+    pending.get(msg.id)?.(msg.result)
+    pending.delete(msg.id)
+  } else if (msg.type === 'ask') {
+    parentPort.postMessage({ type: 'answer', id: msg.id, result: await answers[msg.op](msg) })
   } else if (msg.type === 'shutdown') {
     app.draining = true
     await sleep(config.SHUTDOWN_DELAY_MS)

@@ -1,13 +1,14 @@
 // The main thread of a service process: starts WORKERS worker threads that each run the Fastify app
 // on the same port (SO_REUSEPORT: the kernel spreads connections), replaces a crashed worker,
-// answers metrics scrapes with the sum of all workers, and shuts everything down on SIGTERM/SIGINT.
+// answers metrics scrapes with the sum of all workers, relays in-memory cache invalidations between
+// workers, and shuts everything down on SIGTERM/SIGINT.
 import { Worker } from 'node:worker_threads'
 import closeWithGrace from 'close-with-grace'
 import { createProcessMetrics, aggregate } from './metrics.js'
 
 const RESTARTS_ALLOWED = 5 // within RESTART_WINDOW_MS; past that the process exits and Kubernetes restarts the pod
 const RESTART_WINDOW_MS = 60_000
-const SCRAPE_TIMEOUT_MS = 2000
+const ASK_TIMEOUT_MS = 2000
 
 /** SO_REUSEPORT for `listen` came with Node 22.12 / 23.1, on Linux and a few BSDs. */
 export function reusePortSupport () {
@@ -30,10 +31,18 @@ export async function runWorkers (serviceUrl, config, log) {
   }
   const processMetrics = createProcessMetrics()
   const workers = new Map() // id -> Worker
-  const scrapes = new Map() // scrape id -> { results, waiting, resolve }
+  const asks = new Map() // ask id -> { answers, waiting, resolve, timer }
   const restarts = []
   let closing = false
-  let scrapeSeq = 0
+  let askSeq = 0
+
+  // What a worker can ask of the main thread; each answer goes back as { type: 'reply', id, result }.
+  const calls = {
+    // One scrape: every worker's registry as JSON, plus the process metrics, summed.
+    scrape: async () => aggregate([await processMetrics.getMetricsAsJSON(), ...await askAll({ op: 'metrics' })]),
+    // A cache invalidation in memory mode reaches every other worker before the writer answers.
+    invalidate: ({ key, version }, from) => askAll({ op: 'invalidate', key, version }, from)
+  }
 
   function spawn (id) {
     return new Promise((resolve, reject) => {
@@ -41,10 +50,10 @@ export async function runWorkers (serviceUrl, config, log) {
         workerData: { serviceUrl: String(serviceUrl), id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY) }
       })
       workers.set(id, worker)
-      worker.on('message', (msg) => {
+      worker.on('message', async (msg) => {
         if (msg.type === 'listening') resolve(msg.address)
-        else if (msg.type === 'scrape') scrape().then((text) => worker.postMessage({ type: 'scrape-result', id: msg.id, text }))
-        else if (msg.type === 'collected') collected(msg)
+        else if (msg.type === 'call') worker.postMessage({ type: 'reply', id: msg.id, result: await calls[msg.op](msg, id) })
+        else if (msg.type === 'answer') answered(msg)
       })
       worker.on('error', (err) => log.error({ err, worker: id }, 'worker crashed'))
       worker.on('exit', (code) => {
@@ -64,28 +73,31 @@ export async function runWorkers (serviceUrl, config, log) {
     })
   }
 
-  // One scrape: ask every worker for its registry as JSON, add the process metrics, sum.
-  function scrape () {
-    const id = ++scrapeSeq
+  // Sends `message` to every worker (but `except`) and resolves to their answers; a stuck worker
+  // is left out after ASK_TIMEOUT_MS rather than stalling scrapes and writes.
+  function askAll (message, except) {
+    const targets = [...workers].filter(([id]) => id !== except).map(([, w]) => w)
+    if (!targets.length) return Promise.resolve([])
+    const id = ++askSeq
     return new Promise((resolve) => {
-      const entry = { results: [], waiting: workers.size, resolve }
-      scrapes.set(id, entry)
-      for (const worker of workers.values()) worker.postMessage({ type: 'collect', id })
-      entry.timer = setTimeout(() => finish(id), SCRAPE_TIMEOUT_MS) // a stuck worker must not stall scrapes
+      const entry = { answers: [], waiting: targets.length, resolve }
+      entry.timer = setTimeout(() => settle(id), ASK_TIMEOUT_MS)
+      asks.set(id, entry)
+      for (const worker of targets) worker.postMessage({ type: 'ask', id, ...message })
     })
   }
-  function collected ({ id, json }) {
-    const entry = scrapes.get(id)
+  function answered ({ id, result }) {
+    const entry = asks.get(id)
     if (!entry) return
-    entry.results.push(json)
-    if (--entry.waiting === 0) finish(id)
+    entry.answers.push(result)
+    if (--entry.waiting === 0) settle(id)
   }
-  async function finish (id) {
-    const entry = scrapes.get(id)
+  function settle (id) {
+    const entry = asks.get(id)
     if (!entry) return
-    scrapes.delete(id)
+    asks.delete(id)
     clearTimeout(entry.timer)
-    entry.resolve(await aggregate([await processMetrics.getMetricsAsJSON(), ...entry.results]))
+    entry.resolve(entry.answers)
   }
 
   let addresses

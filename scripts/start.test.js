@@ -1,0 +1,38 @@
+// The quick start works: `npm start` with no database or cache server serves the sample catalogue.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { freePort, get } from '@suite/kit/testing'
+
+test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async () => {
+  const port = await freePort()
+  const { DATABASE_URL, REDIS_URL, ...env } = process.env // the embedded default: no servers given
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
+    env: { ...env, PORT: String(port), SAMPLE_PRODUCTS: '300', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout.on('data', (d) => { out += d })
+  child.stderr.on('data', (d) => { out += d })
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  try {
+    for (let i = 0; i < 600 && !out.includes('product ready'); i++) {
+      assert.equal(child.exitCode, null, out)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    assert.match(out, new RegExp(`product ready: http://localhost:${port}/products`))
+    const base = `http://127.0.0.1:${port}`
+    const list = await get(base, '/products?count=100')
+    assert.equal(list.status, 200)
+    assert.ok(list.body.length > 50)
+    const id = list.body[0].id
+    for (const path of [`/products/${id}`, `/products/${id}/styles`, `/products/${id}/related`]) {
+      assert.equal((await get(base, path)).status, 200, path)
+    }
+    assert.equal((await get(base, '/readyz')).body.cache, 'memory')
+  } finally {
+    child.kill('SIGTERM')
+  }
+  assert.deepEqual(await exited, { code: 0, signal: null }, out)
+})
