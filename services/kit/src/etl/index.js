@@ -1,0 +1,6 @@
+// The kit's ETL: CSV files streamed into PostgreSQL with COPY, checked row by row, swapped in atomically.
+export { CsvParser, parseCsv } from './csv.js'
+export { copyLine, pgTarget, pgliteTarget } from './copy.js'
+export { IdSet } from './idset.js'
+export { loadTables, formatSummary } from './load.js'
+export { createProgress } from './progress.js'

@@ -1,0 +1,246 @@
+// Loads CSV files into PostgreSQL tables, whatever their size, in constant memory:
+//   stream → parse → check each row (types, duplicate keys, references to tables loaded before)
+//   → COPY into `<table>_load`, created in the same transaction (with wal_level=minimal the COPY
+//   writes no WAL) → build the live table's constraints and indexes → ANALYZE → swap all tables in
+//   one short transaction. Readers see the old data until the swap; running a load twice gives the
+//   same state. Every row that is not loaded is written to the rejects file with its reason, and
+//   every row changed on the way is counted as a fix: nothing is dropped or altered silently.
+import { createReadStream, createWriteStream } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import { once } from 'node:events'
+import { finished } from 'node:stream/promises'
+import { join } from 'node:path'
+import { CsvParser } from './csv.js'
+import { copyLine } from './copy.js'
+import { IdSet } from './idset.js'
+import { createProgress } from './progress.js'
+
+const INT4_MAX = 2147483647
+const FLUSH_AT = 1 << 16 // characters of COPY text per write
+
+/**
+ * Column types: each turns the CSV text into the COPY value, or returns REJECT.
+ * A trailing `?` (e.g. `price?`) also accepts the literal `null` (and empty) as SQL NULL.
+ */
+const REJECT = Symbol('reject')
+const types = {
+  id: (s) => (/^\d{1,10}$/.test(s) && +s >= 1 && +s <= INT4_MAX ? +s : REJECT),
+  count: (s) => (/^\d{1,10}$/.test(s) && +s <= INT4_MAX ? s : REJECT),
+  price: (s) => (/^\d{1,10}(\.\d+)?$/.test(s) ? s : REJECT),
+  bool: (s) => (s === '1' || s === 'true' ? 't' : s === '0' || s === 'false' ? 'f' : REJECT),
+  text: (s) => s
+}
+function converter (type) {
+  const nullable = type.endsWith('?')
+  const base = types[nullable ? type.slice(0, -1) : type]
+  if (!base) throw new Error(`unknown column type ${type}`)
+  return nullable ? (s) => (s === 'null' || s === '' ? null : base(s)) : base
+}
+
+/**
+ * @typedef {object} TableSpec
+ * @property {string} file        CSV file name in the folder
+ * @property {string} table       live table (created by the migrations)
+ * @property {Record<string,string>} columns  CSV column → type (id, count, price, bool, text; `?` nullable), in table order
+ * @property {Record<string,string[]>} [aliases]  other header names of a column
+ * @property {string} [primaryKey]  an `id` column that must be unique; other tables may reference it
+ * @property {Record<string,string>} [references]  column → table whose primary keys must contain it
+ * @property {string} [rank]      extra column filled with the dense 1-based rank of the primary key
+ * @property {(fields: string[], header: string[]) => string|null} [fix]  repairs a row whose field
+ *   count is wrong (in place); returns the name of the fix, or null to reject the row
+ */
+
+/**
+ * @param {{ db: object, dir: string, tables: TableSpec[], rejectsFile: string, progress?: boolean, out?: NodeJS.WritableStream }} o
+ *   db: pgTarget(client) or pgliteTarget(pglite); tables in dependency order (referenced first)
+ * @returns summary: { files: [...], tables: string[], rejectsFile, seconds, phases }
+ */
+export async function loadTables ({ db, dir, tables, rejectsFile, progress = true, out = process.stderr }) {
+  const started = Date.now()
+  const phases = {}
+  const keys = new Map() // table -> IdSet of its primary keys, for references
+  const rejects = createWriteStream(rejectsFile)
+  rejects.write('file,line,reason,row\n')
+  const files = []
+  try {
+    for (const spec of tables) {
+      const t0 = Date.now()
+      files.push(await copyFile({ db, dir, spec, keys, rejects, progress, out }))
+      phases[`copy ${spec.file}`] = seconds(t0)
+    }
+  } finally {
+    rejects.end()
+    await finished(rejects)
+  }
+  let t0 = Date.now()
+  for (const spec of tables) await buildIndexes(db, spec.table)
+  phases.indexes = seconds(t0)
+  t0 = Date.now()
+  await swap(db, tables.map((s) => s.table))
+  phases.swap = seconds(t0)
+  const summary = { files, tables: tables.map((s) => s.table), rejectsFile, seconds: seconds(started), phases }
+  if (progress !== false) out.write(formatSummary(summary))
+  return summary
+}
+
+const seconds = (since) => Math.round((Date.now() - since) / 100) / 10
+
+async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
+  const path = join(dir, spec.file)
+  const { size } = await stat(path)
+  const names = Object.keys(spec.columns)
+  const convert = names.map((n) => converter(spec.columns[n]))
+  const pkIndex = spec.primaryKey ? names.indexOf(spec.primaryKey) : -1
+  const refs = Object.entries(spec.references ?? {}).map(([col, table]) => {
+    if (!keys.has(table)) throw new Error(`${spec.table}.${col} references ${table}, which is not loaded before it`)
+    return { index: names.indexOf(col), ids: keys.get(table), reason: `${col}_missing` }
+  })
+  const ids = new IdSet()
+  if (pkIndex !== -1) keys.set(spec.table, ids)
+
+  const result = { file: spec.file, table: spec.table, read: 0, loaded: 0, rejected: 0, reasons: {}, fixes: {}, bytes: size }
+  const meter = progress === false ? null : createProgress({ stream: out, tty: progress === true ? undefined : false, label: spec.file, totalBytes: size })
+  let order = null // CSV position of each column, from the header
+  let header
+  let lastKey = 0
+  let outOfOrder = false
+  let buffer = ''
+
+  const reject = (reason, line, raw) => {
+    result.rejected++
+    result.reasons[reason] = (result.reasons[reason] ?? 0) + 1
+    rejects.write(`${spec.file},${line},${reason},"${raw.replaceAll('"', '""')}"\n`)
+  }
+  const onRecord = (fields, line, raw) => {
+    if (!order) {
+      header = fields.map((h) => h.trim())
+      order = names.map((n) => {
+        const at = header.findIndex((h) => h === n || spec.aliases?.[n]?.includes(h))
+        if (at === -1) throw new Error(`${spec.file}: no column ${n} in header ${header.join(',')}`)
+        return at
+      })
+      return
+    }
+    result.read++
+    if (fields.unclosedQuote) return reject('unclosed_quote', line, raw)
+    if (fields.length !== header.length) {
+      const fix = spec.fix?.(fields, header)
+      if (!fix) return reject('column_count', line, raw)
+      result.fixes[fix] = (result.fixes[fix] ?? 0) + 1
+    }
+    const values = new Array(names.length)
+    for (let i = 0; i < names.length; i++) {
+      const v = convert[i](fields[order[i]])
+      if (v === REJECT) return reject(`invalid_${names[i]}`, line, raw)
+      values[i] = v
+    }
+    for (const ref of refs) if (!ref.ids.has(values[ref.index])) return reject(ref.reason, line, raw)
+    if (pkIndex !== -1) {
+      const key = values[pkIndex]
+      if (!ids.add(key)) return reject('duplicate_id', line, raw)
+      if (key < lastKey) outOfOrder = true
+      lastKey = key
+    }
+    if (spec.rank) values.push(result.loaded + 1)
+    result.loaded++
+    buffer += copyLine(values)
+  }
+
+  const load = `${spec.table}_load`
+  const columns = spec.rank ? [...names, spec.rank] : names
+  await db.query(`DROP TABLE IF EXISTS ${load}`)
+  await db.query('BEGIN')
+  let copy
+  try {
+    await db.query(`CREATE TABLE ${load} (LIKE ${spec.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`)
+    copy = db.copy(`COPY ${load} (${columns.join(', ')}) FROM STDIN WITH (FREEZE)`)
+    const copied = finished(copy)
+    copied.catch(() => {}) // awaited below; an early failure must not be an unhandled rejection
+    const parser = new CsvParser(onRecord)
+    let bytes = 0
+    for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
+      bytes += Buffer.byteLength(chunk) // progress in bytes of the file, not characters
+      parser.push(chunk)
+      if (buffer.length >= FLUSH_AT) {
+        const more = copy.write(buffer)
+        buffer = ''
+        if (!more) await once(copy, 'drain')
+      }
+      meter?.update(result.read, bytes)
+    }
+    parser.end()
+    if (buffer) copy.write(buffer)
+    buffer = ''
+    copy.end()
+    await copied
+    if (spec.rank && outOfOrder) {
+      // Ids came out of order: rank them in SQL (a rewrite of the table, so only when needed).
+      await db.query(`UPDATE ${load} t SET ${spec.rank} = r.rank
+        FROM (SELECT ${spec.primaryKey} AS key, row_number() OVER (ORDER BY ${spec.primaryKey}) AS rank FROM ${load}) r
+        WHERE t.${spec.primaryKey} = r.key`)
+    }
+    await db.query('COMMIT')
+    meter?.done(result.read, size)
+  } catch (err) {
+    if (copy && !copy.writableFinished) copy.destroy(err) // ends COPY mode, so ROLLBACK can run
+    await db.query('ROLLBACK').catch(() => {})
+    throw err
+  }
+  return result
+}
+
+// The live table's primary key, unique constraints and indexes, built again on the loaded table.
+async function buildIndexes (db, table) {
+  const load = `${table}_load`
+  const { rows: constraints } = await db.query(
+    `SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
+     WHERE conrelid = $1::regclass AND contype IN ('p', 'u') ORDER BY contype`, [table])
+  for (const c of constraints) await db.query(`ALTER TABLE ${load} ADD CONSTRAINT ${c.conname}_load ${c.def}`)
+  for (const index of await plainIndexes(db, table)) {
+    const def = index.def.replace(/^(CREATE (?:UNIQUE )?INDEX )(\S+)( ON (?:ONLY )?)(\S+)/,
+      (all, create, name, on, target) => `${create}${name}_load${on}${target.replace(/[^.]+$/, load)}`)
+    await db.query(def)
+  }
+  await db.query(`ANALYZE ${load}`)
+}
+
+async function plainIndexes (db, table) {
+  const { rows } = await db.query(
+    `SELECT i.relname AS name, pg_get_indexdef(i.oid) AS def FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+     WHERE x.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)`, [table])
+  return rows
+}
+
+// One short transaction: readers switch from the old tables to the new ones all at once.
+async function swap (db, tables) {
+  await db.query('BEGIN')
+  try {
+    for (const table of tables) {
+      const { rows: constraints } = await db.query(
+        "SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype IN ('p', 'u')", [table])
+      const indexes = await plainIndexes(db, table)
+      await db.query(`DROP TABLE ${table}`)
+      await db.query(`ALTER TABLE ${table}_load RENAME TO ${table}`)
+      for (const c of constraints) await db.query(`ALTER TABLE ${table} RENAME CONSTRAINT ${c.conname}_load TO ${c.conname}`)
+      for (const i of indexes) await db.query(`ALTER INDEX ${i.name}_load RENAME TO ${i.name}`)
+    }
+    await db.query('COMMIT')
+  } catch (err) {
+    await db.query('ROLLBACK').catch(() => {})
+    throw err
+  }
+}
+
+export function formatSummary ({ files, rejectsFile, seconds, phases }) {
+  const n = (x) => x.toLocaleString('en-US')
+  const lines = ['', 'file            read        loaded      rejected  rejected by reason / fixed']
+  for (const f of files) {
+    const why = Object.entries(f.reasons).map(([r, c]) => `${r}: ${n(c)}`)
+    const fixed = Object.entries(f.fixes).map(([r, c]) => `fixed ${r}: ${n(c)}`)
+    lines.push(`${f.file.padEnd(15)} ${n(f.read).padStart(11)} ${n(f.loaded).padStart(11)} ${n(f.rejected).padStart(11)}  ${[...why, ...fixed].join(', ') || '-'}`)
+  }
+  const total = files.reduce((a, f) => ({ read: a.read + f.read, loaded: a.loaded + f.loaded, rejected: a.rejected + f.rejected }), { read: 0, loaded: 0, rejected: 0 })
+  lines.push(`${'total'.padEnd(15)} ${n(total.read).padStart(11)} ${n(total.loaded).padStart(11)} ${n(total.rejected).padStart(11)}`)
+  lines.push(`${seconds} s (${Object.entries(phases).map(([p, s]) => `${p} ${s} s`).join(', ')}); rejected rows: ${rejectsFile}`, '')
+  return lines.join('\n')
+}

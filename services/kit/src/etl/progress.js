@@ -1,0 +1,37 @@
+// Progress of one file: a redrawn bar on a terminal, a plain line every few seconds otherwise.
+const BAR = 28
+
+export function createProgress ({ stream = process.stderr, tty = stream.isTTY, label, totalBytes }) {
+  const started = Date.now()
+  let lastDraw = 0
+  let lastLine = started
+  const mb = (b) => (b / 1e6).toFixed(1)
+  const describe = (rows, bytes) => {
+    const secs = Math.max((Date.now() - started) / 1000, 0.001)
+    const rate = bytes / secs
+    const eta = rate > 0 ? Math.max(0, (totalBytes - bytes) / rate) : 0
+    const pct = totalBytes ? Math.min(100, (100 * bytes) / totalBytes) : 100
+    return { pct, text: `${Math.round(rows / secs).toLocaleString('en-US')} rows/s  ${mb(rate)} MB/s  ${mb(bytes)}/${mb(totalBytes)} MB  ETA ${eta.toFixed(0)} s` }
+  }
+  return {
+    update (rows, bytes) {
+      const now = Date.now()
+      if (tty) {
+        if (now - lastDraw < 100) return
+        lastDraw = now
+        const { pct, text } = describe(rows, bytes)
+        const filled = Math.round((pct / 100) * BAR)
+        stream.write(`\r${label.padEnd(14)} [${'#'.repeat(filled)}${'.'.repeat(BAR - filled)}] ${pct.toFixed(0).padStart(3)}%  ${text}\x1b[K`)
+      } else if (now - lastLine >= 5000) {
+        lastLine = now
+        const { pct, text } = describe(rows, bytes)
+        stream.write(`${label}: ${pct.toFixed(0)}%  ${rows.toLocaleString('en-US')} rows  ${text}\n`)
+      }
+    },
+    done (rows, bytes) {
+      const { text } = describe(rows, bytes)
+      const secs = ((Date.now() - started) / 1000).toFixed(1)
+      stream.write(`${tty ? '\r' : ''}${label}: ${rows.toLocaleString('en-US')} rows in ${secs} s  (${text.replace(/ {2}ETA.*/, '')})${tty ? '\x1b[K' : ''}\n`)
+    }
+  }
+}
