@@ -10,6 +10,7 @@
 //
 // Stored value: "<version>\n<json>", "<version>\n" for "not found" (cached too, so unknown ids do not
 // reach the database every time), or "<version>" alone for a tombstone (a miss).
+import { once } from 'node:events'
 import { Redis } from 'ioredis'
 
 /**
@@ -98,6 +99,7 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
     applyInvalidation,
     deleteByPrefix: store.deleteByPrefix,
     ping: store.ping,
+    connected: store.connected,
     close: store.close
   }
 }
@@ -158,6 +160,12 @@ function redisStore (config, log) {
       }
     },
     async ping () { return (await redis.ping()) === 'PONG' },
+    /** Resolves to true once connected, or false after `timeoutMs` (commands fail fast until then). */
+    async connected (timeoutMs = 5000) {
+      if (redis.status === 'ready') return true
+      const timer = AbortSignal.timeout(timeoutMs)
+      return once(redis, 'ready', { signal: timer }).then(() => true, () => false)
+    },
     async deleteByPrefix (prefix) {
       let deleted = 0
       for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 })) {
@@ -191,6 +199,7 @@ function memoryStore (maxEntries = 50_000) {
     setIfNotOlder: async (key, version, value, ttl) => setIfNotOlder(key, version, value, ttl),
     tombstone: async (key, version, ttl) => setIfNotOlder(key, version, String(version), ttl),
     async ping () { return true },
+    async connected () { return true },
     async deleteByPrefix (prefix) {
       let deleted = 0
       for (const key of entries.keys()) if (key.startsWith(prefix)) { entries.delete(key); deleted++ }

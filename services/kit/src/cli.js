@@ -4,14 +4,19 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { loadConfig, ConfigError } from './config.js'
 import { createLogger } from './logger.js'
+import pg from 'pg'
 import { createPool } from './pg.js'
+import { createCache } from './cache.js'
+import { createMetrics } from './metrics.js'
+import { pgTarget } from './etl/copy.js'
 import { migrate } from './migrate.js'
 import { runWorkers } from './workers.js'
 
 /**
  * @param {URL} serviceUrl  module whose default export is the service definition
- * @param {Record<string, { summary: string, options?: object, run: Function }>} commands  the service's own
- *   commands; `run(values, { service, config, log })` gets the parsed --options
+ * @param {Record<string, { summary: string, options?: object, config?: false, run: Function }>} commands
+ *   the service's own commands; `run(values, { service, config, log })` gets the parsed --options;
+ *   `config: false` for a command that needs no settings (no DATABASE_URL, say)
  */
 export async function runCli (serviceUrl, commands = {}) {
   const service = (await import(serviceUrl)).default
@@ -23,18 +28,18 @@ export async function runCli (serviceUrl, commands = {}) {
   const [name = 'serve', ...rest] = process.argv.slice(2)
   const command = all[name]
   if (!command) {
-    console.error(`usage: ${service.name} <command>\n` + Object.entries(all).map(([n, c]) => `  ${n.padEnd(10)} ${c.summary}`).join('\n'))
+    console.error(`usage: ${service.name} <command> [--options]\n` + Object.entries(all).map(([n, c]) => `  ${n.padEnd(10)} ${c.summary}`).join('\n'))
     process.exit(2)
   }
   let config
   try {
-    config = loadConfig(service.config)
+    config = command.config === false ? null : loadConfig(service.config)
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     console.error(`${service.name}: ${err.message}`)
     process.exit(1)
   }
-  const log = createLogger({ level: config.LOG_LEVEL, name: service.name })
+  const log = createLogger({ level: config?.LOG_LEVEL ?? 'info', name: service.name })
   const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true })
   await command.run(values, { service, config, log })
 }
@@ -46,5 +51,36 @@ export async function migrateCommand (service, { config, log }) {
     log.info(`${applied.length} migration(s) applied, schema up to date`)
   } finally {
     await pool.end()
+  }
+}
+
+/**
+ * The `load` command of a service with a data set: migrate, load the CSVs of --dir with
+ * `load({ db, dir, rejectsFile, progress })`, then clear the cached answers under `cachePrefix`.
+ */
+export function loadCommand ({ load, cachePrefix }) {
+  return {
+    summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE]',
+    options: { dir: { type: 'string' }, rejects: { type: 'string' } },
+    async run ({ dir, rejects }, ctx) {
+      if (!dir) throw new Error('load needs --dir DIR')
+      await migrateCommand(ctx.service, ctx)
+      const client = new pg.Client({ connectionString: ctx.config.DATABASE_URL, application_name: `${ctx.service.name}-load` })
+      await client.connect()
+      try {
+        await load({ db: pgTarget(client), dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, progress: process.stderr.isTTY ? true : 'lines' })
+      } finally {
+        await client.end()
+      }
+      const cache = createCache({ config: ctx.config, metrics: createMetrics(), log: ctx.log })
+      try {
+        await cache.connected()
+        ctx.log.info(`${await cache.deleteByPrefix(cachePrefix)} cached answers cleared`)
+      } catch (err) {
+        ctx.log.warn({ err: err.message }, 'could not clear the cache: cached answers expire within CACHE_TTL_SECONDS')
+      } finally {
+        await cache.close()
+      }
+    }
   }
 }

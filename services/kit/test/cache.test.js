@@ -18,7 +18,7 @@ async function cacheOn (t, url, env = {}) {
   const metrics = createMetrics()
   const cache = createCache({ config, metrics, log: quiet })
   t.after(() => cache.close())
-  for (let i = 0; i < 100 && !await cache.ping().catch(() => false); i++) await sleep(20)
+  assert.ok(await cache.connected())
   const count = async (result) => metric(await metrics.registry.metrics(), 'cache_requests_total', { result })
   return { cache, metrics, count }
 }

@@ -35,7 +35,8 @@ export function pgTarget (client) {
  */
 export function pgliteTarget (db) {
   return {
-    query: (sql, params) => db.query(sql, params),
+    // Without parameters, exec: it runs several statements (a migration file), as pg's simple query does.
+    query: (sql, params) => (params?.length ? db.query(sql, params) : db.exec(sql).then((results) => results.at(-1))),
     copy (sql) {
       const chunks = []
       return new Writable({
