@@ -4,13 +4,16 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { loadConfig, ConfigError } from './config.js'
 import { createLogger } from './logger.js'
-import pg from 'pg'
+import { Worker } from 'node:worker_threads'
+import { once } from 'node:events'
 import { createPool } from './pg.js'
 import { createCache } from './cache.js'
 import { createMetrics } from './metrics.js'
-import { pgTarget } from './etl/copy.js'
 import { migrate } from './migrate.js'
 import { runWorkers } from './workers.js'
+
+const LOAD_HEAP_MB = 128
+const LOAD_YOUNG_MB = 24
 
 /**
  * @param {URL} serviceUrl  module whose default export is the service definition
@@ -55,23 +58,31 @@ export async function migrateCommand (service, { config, log }) {
 }
 
 /**
- * The `load` command of a service with a data set: migrate, load the CSVs of --dir with
- * `load({ db, dir, rejectsFile, progress })`, then clear the cached answers under `cachePrefix`.
+ * The `load` command of a service with a data set: migrate, run `load({ db, dir, rejectsFile, progress })`
+ * exported by `etlModule`, then clear the cached answers under `cachePrefix`.
+ * The load runs in a worker thread with a capped heap: parsing 2 GB makes garbage fast, and without
+ * a cap V8 lets the heap grow far past what the work needs.
  */
-export function loadCommand ({ load, cachePrefix }) {
+export function loadCommand ({ etlModule, cachePrefix }) {
   return {
     summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE]',
     options: { dir: { type: 'string' }, rejects: { type: 'string' } },
     async run ({ dir, rejects }, ctx) {
       if (!dir) throw new Error('load needs --dir DIR')
       await migrateCommand(ctx.service, ctx)
-      const client = new pg.Client({ connectionString: ctx.config.DATABASE_URL, application_name: `${ctx.service.name}-load` })
-      await client.connect()
-      try {
-        await load({ db: pgTarget(client), dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, progress: process.stderr.isTTY ? true : 'lines' })
-      } finally {
-        await client.end()
-      }
+      const worker = new Worker(new URL('./etl/load-worker.js', import.meta.url), {
+        workerData: {
+          etlModule: String(etlModule),
+          databaseUrl: ctx.config.DATABASE_URL,
+          applicationName: `${ctx.service.name}-load`,
+          dir,
+          rejectsFile: rejects ?? `${dir}/rejects.csv`,
+          progress: process.stderr.isTTY ? true : 'lines'
+        },
+        resourceLimits: { maxOldGenerationSizeMb: LOAD_HEAP_MB, maxYoungGenerationSizeMb: LOAD_YOUNG_MB }
+      })
+      const [code] = await once(worker, 'exit')
+      if (code !== 0) throw new Error(`load failed (worker exit ${code})`)
       const cache = createCache({ config: ctx.config, metrics: createMetrics(), log: ctx.log })
       try {
         await cache.connected()

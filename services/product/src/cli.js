@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // product serve | migrate | generate | load
 import { runCli, loadCommand } from '@suite/kit'
-import { generate, load } from '../etl/index.js'
+import { generate } from '../etl/index.js'
 import { CACHE_PREFIX } from './routes.js'
 
 await runCli(new URL('./service.js', import.meta.url), {
@@ -15,5 +15,5 @@ await runCli(new URL('./service.js', import.meta.url), {
       for (const [file, f] of Object.entries(manifest.files)) log.info(`${file}: ${f.rows} rows`)
     }
   },
-  load: loadCommand({ load, cachePrefix: CACHE_PREFIX })
+  load: loadCommand({ etlModule: new URL('../etl/index.js', import.meta.url), cachePrefix: CACHE_PREFIX })
 })
