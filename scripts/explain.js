@@ -1,0 +1,46 @@
+// `npm run explain`: EXPLAIN (ANALYZE, BUFFERS) of every product query on a loaded catalogue — the
+// evidence for the indexes in services/product/migrations — next to the OFFSET query it replaces.
+//   node scripts/explain.js [--products 100000]
+import { existsSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { migrate } from '@suite/kit'
+import { startPostgres } from '@suite/kit/testing'
+import { pgTarget } from '@suite/kit/etl'
+import { generate, load } from '../services/product/etl/index.js'
+import * as sql from '../services/product/src/sql.js'
+
+const { values: opts } = parseArgs({ options: { products: { type: 'string', default: '100000' } } })
+const PRODUCTS = Number(opts.products)
+const root = fileURLToPath(new URL('..', import.meta.url))
+const dir = `${root}.data/${PRODUCTS === 1000011 ? 'atelier-full' : `bench-${PRODUCTS}`}`
+
+const server = await startPostgres({ settings: { shared_buffers: '512MB' } })
+const client = new pg.Client({ connectionString: await server.createDatabase('explain') })
+try {
+  await client.connect()
+  if (!existsSync(`${dir}/manifest.json`)) await generate({ out: dir, products: PRODUCTS, seed: 1 })
+  await migrate(client, `${root}services/product/migrations`)
+  await load({ db: pgTarget(client), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
+  const { rows: [{ n, mid }] } = await client.query('SELECT max(seq) AS n, (SELECT id FROM products WHERE seq = (SELECT max(seq) / 2 FROM products)) AS mid FROM products')
+  const last = Math.ceil(n / 5)
+  const cases = [
+    ['GET /products/:id', sql.product.text, [mid]],
+    ['GET /products/:id/styles', sql.styles.text, [mid]],
+    ['GET /products/:id/related', sql.related.text, [mid]],
+    ['GET /products?page=1&count=5', sql.productPage.text, [0, 5]],
+    [`GET /products?page=${last}&count=5 (seq range)`, sql.productPage.text, [(last - 1) * 5, last * 5]],
+    [`the same page with OFFSET, as the journal did (replaced)`, 'SELECT * FROM products ORDER BY id LIMIT 5 OFFSET $1', [(last - 1) * 5]],
+    ['GET /products?after=<id>&count=5 (keyset)', sql.productsAfter.text, [mid, 5]]
+  ]
+  for (const [name, text, params] of cases) {
+    await client.query(`EXPLAIN (ANALYZE) ${text}`, params) // warm the buffers first
+    const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, params)
+    console.log(`\n## ${name}\n`)
+    for (const r of rows) console.log(`    ${r['QUERY PLAN']}`)
+  }
+} finally {
+  await client.end()
+  await server.stop()
+}
