@@ -135,16 +135,22 @@ function redisStore (config, log) {
     retryStrategy: (times) => Math.min(times * 100, 2000) // reconnect forever, at most every 2 s
   })
   redis.defineCommand('setIfNotOlder', { numberOfKeys: 1, lua: SET_IF_NOT_OLDER })
-  // Invalidations that could not reach Redis, replayed as soon as it is back.
+  // Invalidations that could not reach Redis, replayed once it answers again: on reconnect, and every
+  // second meanwhile (a stalled server or a partition may never drop the connection).
   const missed = new Map()
   const tombstone = (key, version, ttl) => redis.setIfNotOlder(key, version, String(version), ttl)
-  let up = null
-  redis.on('ready', async () => {
-    if (up !== true) log.info('redis connected')
-    up = true
+  const replay = async () => {
     for (const [key, [version, ttl]] of missed) {
       await tombstone(key, version, ttl).then(() => missed.delete(key), () => {})
     }
+  }
+  const retry = setInterval(() => { if (missed.size) replay() }, 1000)
+  retry.unref()
+  let up = null
+  redis.on('ready', () => {
+    if (up !== true) log.info('redis connected')
+    up = true
+    replay()
   })
   redis.on('error', (err) => { if (up !== false) log.warn({ err: err.message }, 'redis unavailable, serving from PostgreSQL'); up = false })
   return {
@@ -173,7 +179,10 @@ function redisStore (config, log) {
       }
       return deleted
     },
-    async close () { await redis.quit().catch(() => redis.disconnect()) }
+    async close () {
+      clearInterval(retry)
+      await redis.quit().catch(() => redis.disconnect())
+    }
   }
 }
 

@@ -128,7 +128,9 @@ export async function startPostgres ({ settings = {} } = {}) {
 
 /**
  * Starts redis-server on a free loopback port with persistence off.
- * Returns { url, port, kill(), start(), stop() }: kill() is SIGKILL (a crash), start() brings it back on the same port.
+ * Returns { url, port, kill(), start(), pause(), resume(), stop() }: kill() is SIGKILL (a crash), start()
+ * brings it back on the same port; pause() stops the process without closing connections (a stalled
+ * server or a network partition: requests hang), resume() lets it go on with its data.
  */
 export async function startRedis () {
   const bin = findBinary('redis-server', 'redis-server (apt-get install redis-server)')
@@ -151,6 +153,8 @@ export async function startRedis () {
       child.kill('SIGKILL')
       await exited(child)
     },
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
     async stop () {
       child.kill('SIGTERM')
       await exited(child)
