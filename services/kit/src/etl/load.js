@@ -51,11 +51,12 @@ function converter (type) {
  */
 
 /**
- * @param {{ db: object, dir: string, tables: TableSpec[], rejectsFile: string, progress?: boolean, out?: NodeJS.WritableStream }} o
- *   db: pgTarget(client) or pgliteTarget(pglite); tables in dependency order (referenced first)
+ * @param {{ db: object, dir: string, tables: TableSpec[], rejectsFile: string, progress?: true|'lines'|false, out?: NodeJS.WritableStream }} o
+ *   db: pgTarget(client) or pgliteTarget(pglite); tables in dependency order (referenced first);
+ *   progress: true a redrawn bar (a terminal), 'lines' a plain line every 5 s, false nothing
  * @returns summary: { files: [...], tables: string[], rejectsFile, seconds, phases }
  */
-export async function loadTables ({ db, dir, tables, rejectsFile, progress = true, out = process.stderr }) {
+export async function loadTables ({ db, dir, tables, rejectsFile, progress = process.stderr.isTTY ? true : 'lines', out = process.stderr }) {
   const started = Date.now()
   const phases = {}
   const keys = new Map() // table -> IdSet of its primary keys, for references
@@ -99,7 +100,7 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
   if (pkIndex !== -1) keys.set(spec.table, ids)
 
   const result = { file: spec.file, table: spec.table, read: 0, loaded: 0, rejected: 0, reasons: {}, fixes: {}, bytes: size }
-  const meter = progress === false ? null : createProgress({ stream: out, tty: progress === true ? undefined : false, label: spec.file, totalBytes: size })
+  const meter = progress === false ? null : createProgress({ stream: out, tty: progress === true, label: spec.file, totalBytes: size })
   let order = null // CSV position of each column, from the header
   let header
   let lastKey = 0

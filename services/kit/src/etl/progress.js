@@ -1,7 +1,7 @@
 // Progress of one file: a redrawn bar on a terminal, a plain line every few seconds otherwise.
 const BAR = 28
 
-export function createProgress ({ stream = process.stderr, tty = stream.isTTY, label, totalBytes }) {
+export function createProgress ({ stream = process.stderr, tty = Boolean(stream.isTTY), label, totalBytes }) {
   const started = Date.now()
   let lastDraw = 0
   let lastLine = started
