@@ -100,17 +100,7 @@ export async function runWorkers (serviceUrl, config, log) {
     entry.resolve(entry.answers)
   }
 
-  let addresses
-  try {
-    addresses = await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)))
-  } catch (err) {
-    closing = true
-    log.fatal({ err: err.message }, 'could not start workers')
-    await Promise.all([...workers.values()].map((w) => w.terminate()))
-    process.exit(1)
-  }
-  log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count} worker thread(s)`)
-
+  // Signals are handled from the start: a SIGTERM while workers are still starting is graceful too.
   closeWithGrace({ delay: config.SHUTDOWN_GRACE_MS, logger: { error: (m) => log.error(m) } }, async ({ signal, err }) => {
     closing = true
     if (err) log.error({ err }, 'main thread error, shutting down')
@@ -121,5 +111,17 @@ export async function runWorkers (serviceUrl, config, log) {
     })))
     log.info('all workers closed')
   })
+
+  let addresses
+  try {
+    addresses = await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)))
+  } catch (err) {
+    if (closing) return { workers } // stopped while starting: the shutdown above finishes the job
+    closing = true
+    log.fatal({ err: err.message }, 'could not start workers')
+    await Promise.all([...workers.values()].map((w) => w.terminate()))
+    process.exit(1)
+  }
+  log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count} worker thread(s)`)
   return { addresses, workers }
 }

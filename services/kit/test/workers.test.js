@@ -12,6 +12,15 @@ import { adminUrl } from '@suite/kit/testing/env'
 const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
 const start = (env = {}) => startService({ entry, env: { DATABASE_URL: adminUrl, ...env } })
 
+// /readyz answers as soon as one worker listens; tests about several workers wait for all of them.
+async function allWorkers (svc, n) {
+  for (let i = 0; i < 200; i++) {
+    if (metric((await get(svc.url, '/metrics')).body, 'service_workers') === n) return
+    await sleep(25)
+  }
+  assert.fail(`${n} workers never all listened: ${svc.logs()}`)
+}
+
 // A GET on a connection of its own, so the kernel may hand it to any worker.
 function getFresh (url) {
   return new Promise((resolve, reject) => {
@@ -38,6 +47,7 @@ test('a bad or missing setting stops the process with one line naming it', () =>
 test('two workers serve one port and one scrape shows the sum of both', async () => {
   const svc = await start({ WORKERS: '2' })
   try {
+    await allWorkers(svc, 2)
     const n = 200
     for (let i = 0; i < n; i += 20) {
       await Promise.all(Array.from({ length: 20 }, () => getFresh(`${svc.url}/slow`)))
@@ -58,6 +68,7 @@ test('two workers serve one port and one scrape shows the sum of both', async ()
 test('a crashed worker is replaced and the port keeps answering', async () => {
   const svc = await start({ WORKERS: '2' })
   try {
+    await allWorkers(svc, 2)
     await get(svc.url, '/crash')
     // Connections queued on the dying worker's socket at the instant it dies are reset, as with any
     // crashed process; from then on the other worker, and soon its replacement, answer everything.
@@ -77,6 +88,7 @@ test('a crashed worker is replaced and the port keeps answering', async () => {
 
 test('SIGTERM: readiness fails at once, in-flight requests finish, exit 0', async () => {
   const svc = await start({ WORKERS: '2', SHUTDOWN_DELAY_MS: '300' })
+  await allWorkers(svc, 2)
   const inflight = Array.from({ length: 20 }, () => getFresh(`${svc.url}/slow?ms=800`))
   await sleep(200)
   const stopped = svc.stop('SIGTERM')
@@ -138,4 +150,16 @@ test('overload: the event loop lags, service routes answer 503 with Retry-After,
   } finally {
     await svc.stop()
   }
+})
+
+test('SIGTERM while the workers are still starting: a clean exit 0, not a kill', async () => {
+  const { spawn } = await import('node:child_process')
+  const child = spawn(process.execPath, [entry], { env: { ...process.env, DATABASE_URL: adminUrl, WORKERS: '2', PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout.on('data', (d) => { out += d })
+  // The first log line comes from a worker while it starts; stop the process right then.
+  await new Promise((resolve) => child.stdout.once('data', resolve))
+  child.kill('SIGTERM')
+  const [code, signal] = await new Promise((resolve) => child.on('exit', (c, s) => resolve([c, s])))
+  assert.deepEqual({ code, signal }, { code: 0, signal: null }, out)
 })

@@ -169,7 +169,17 @@ export async function startRedis () {
 export async function startService ({ entry, args = [], env = {}, port, readyPath = '/readyz', timeoutMs = 30_000 }) {
   port ??= await freePort()
   const child = spawn(process.execPath, [entry, ...args], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      // A shared test machine stalls at times: no load shedding or connect timeout unless a test asks.
+      PG_CONNECT_TIMEOUT_MS: '10000',
+      MAX_EVENT_LOOP_DELAY_MS: '0',
+      MAX_EVENT_LOOP_UTILIZATION: '0',
+      ...env
+    },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const logs = collect(child)
