@@ -12,7 +12,7 @@ import { pgTarget, pgliteTarget } from '@suite/kit/etl'
 import * as product from '../services/product/etl/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const PORT = Number(process.env.PORT ?? 3000)
+const PORT = Number(process.env.PORT ?? 3000) // product; then profile +1, menu +2, flows +3
 const SAMPLE_PRODUCTS = Number(process.env.SAMPLE_PRODUCTS ?? 2000)
 const log = (m) => console.log(`suite: ${m}`)
 
@@ -29,6 +29,13 @@ const services = [
       await product.load({ db: target, dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
     },
     urls: (base) => [`${base}/products`, `${base}/products/1`, `${base}/products/1/styles`, `${base}/products/1/related`]
+  },
+  {
+    name: 'flows',
+    port: PORT + 3,
+    cli: `${root}services/flows/src/cli.js`,
+    migrations: `${root}services/flows/migrations`,
+    urls: (base) => [`${base}/flows?hour=1`]
   }
 ]
 
@@ -49,7 +56,7 @@ const client = new pg.Client({ connectionString: databaseUrl })
 await client.connect()
 for (const s of services) {
   await migrate(client, s.migrations)
-  if (await s.isEmpty(client)) {
+  if (s.seed && await s.isEmpty(client)) {
     log(`${s.name}: loading a generated sample`)
     // PGlite's wire protocol has no COPY FROM STDIN; the loader copies into it in process instead.
     await s.seed(embedded ? pgliteTarget(embedded.db) : pgTarget(client))

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { freePort, get } from '@suite/kit/testing'
 
 test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async () => {
-  const port = await freePort()
+  const port = await freePort() // and port + 3 for flows: free in practice on a test machine
   const { DATABASE_URL, REDIS_URL, ...env } = process.env // the embedded default: no servers given
   const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
     env: { ...env, PORT: String(port), SAMPLE_PRODUCTS: '300', LOG_LEVEL: 'warn' },
@@ -31,6 +31,15 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async 
       assert.equal((await get(base, path)).status, 200, path)
     }
     assert.equal((await get(base, '/readyz')).body.cache, 'memory')
+    // flows, on the next ports: a write, then the total
+    const flows = `http://127.0.0.1:${port + 3}`
+    const post = await fetch(`${flows}/flows`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: 5, bytes_rx: 7, hour: 1 }])
+    })
+    assert.equal(post.status, 200)
+    assert.deepEqual((await get(flows, '/flows?hour=1')).body, [{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: 5, bytes_rx: 7, hour: 1 }])
   } finally {
     child.kill('SIGTERM')
   }

@@ -4,18 +4,24 @@
 import { request, Agent } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-export async function constantRate ({ url, path, rate, duration, connections = 64 }) {
+// `groupBy(path)`: also percentiles per group of paths sent in the same run (e.g. page 1 vs the
+// deepest page, interleaved, so both meet the same noise of a shared machine).
+export async function constantRate ({ url, path, rate, duration, connections = 64, groupBy }) {
   const agent = new Agent({ keepAlive: true, maxSockets: connections })
   const latencies = []
+  const grouped = {}
   const result = { sent: 0, non2xx: 0, errors: 0 }
   const pending = new Set()
   const send = () => {
     const t0 = process.hrtime.bigint()
+    const target = path()
     const p = new Promise((resolve) => {
-      const req = request(url + path(), { agent }, (res) => {
+      const req = request(url + target, { agent }, (res) => {
         res.resume()
         res.on('end', () => {
-          latencies.push(Number(process.hrtime.bigint() - t0) / 1000)
+          const us = Number(process.hrtime.bigint() - t0) / 1000
+          latencies.push(us)
+          if (groupBy) (grouped[groupBy(target)] ??= []).push(us)
           if (res.statusCode >= 300) result.non2xx++
           resolve()
         })
@@ -37,7 +43,11 @@ export async function constantRate ({ url, path, rate, duration, connections = 6
   await Promise.all(pending)
   const seconds = (performance.now() - started) / 1000
   agent.destroy()
-  latencies.sort((a, b) => a - b)
-  const pct = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] / 1000
-  return { rps: latencies.length / seconds, p50: pct(0.5), p99: pct(0.99), ...result }
+  const pct = (list, q) => list[Math.min(list.length - 1, Math.floor(q * list.length))] / 1000
+  const stats = (list) => {
+    list.sort((a, b) => a - b)
+    return { rps: list.length / seconds, p50: pct(list, 0.5), p99: pct(list, 0.99) }
+  }
+  const groups = Object.fromEntries(Object.entries(grouped).map(([k, list]) => [k, stats(list)]))
+  return { ...stats(latencies), ...result, groups }
 }

@@ -8,6 +8,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import underPressure from '@fastify/under-pressure'
 import { contentType } from './metrics.js'
 import { isUnavailable } from './pg.js'
+import { validatorCompiler } from './validation.js'
 
 export const errorSchema = {
   $id: 'error',
@@ -22,6 +23,8 @@ export const errorSchema = {
 const err = { $ref: 'error#' }
 /** Response schemas of the error statuses every route can answer. */
 export const errorResponses = { 400: err, 404: err, 500: err, 503: err }
+/** The response schema of one more error status a route answers (413, 412, 422…). */
+export const errorResponse = err
 
 /** An error that the error handler turns into `{statusCode, error, message}`. */
 export function httpError (statusCode, message) {
@@ -39,9 +42,9 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
     logController: new LogController({ disableRequestLogging: !config.LOG_REQUESTS }),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    ajv: { customOptions: { coerceTypes: 'array', allErrors: false } },
     bodyLimit: 1024 * 1024
   })
+  app.setValidatorCompiler(validatorCompiler)
   app.decorate('config', config)
   app.decorate('pg', pool)
   app.decorate('cache', cache)

@@ -1,10 +1,10 @@
 // @suite/kit: everything a service needs except its routes, SQL and schemas.
 export { loadConfig, baseSchema, ConfigError } from './config.js'
 export { createLogger } from './logger.js'
-export { createMetrics, DURATION_BUCKETS } from './metrics.js'
-export { createPool, queryDocument, isUnavailable } from './pg.js'
+export { createMetrics, DURATION_BUCKETS, promClient } from './metrics.js'
+export { createPool, queryDocument, prepared, isUnavailable } from './pg.js'
 export { createCache } from './cache.js'
-export { buildApp, errorResponses, errorSchema, httpError } from './app.js'
+export { buildApp, errorResponses, errorResponse, errorSchema, httpError } from './app.js'
 export { runWorkers, reusePortSupport } from './workers.js'
 export { migrate } from './migrate.js'
 export { runCli, loadCommand } from './cli.js'

@@ -89,3 +89,6 @@ export async function aggregate (metricsJson) {
 }
 
 export const contentType = client.Registry.PROMETHEUS_CONTENT_TYPE
+
+/** prom-client itself, for a service's own metrics (registered in `app.metrics.registry`). */
+export { client as promClient }

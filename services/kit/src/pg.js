@@ -20,12 +20,20 @@ export function createPool (config, log, applicationName) {
 }
 
 /**
+ * A pg query config for `{ name, text }` with `values`: prepared once per connection under `name`,
+ * unless PG_PREPARED_STATEMENTS=false.
+ */
+export function prepared (pool, { name, text }, values) {
+  return { name: pool.options.prepareStatements ? name : undefined, text, values }
+}
+
+/**
  * Runs a query whose single column `json` holds a whole response document, built by PostgreSQL so
  * that a request is one round trip. Returns the parsed document, or null when there is no row.
  * `name` makes pg prepare the statement once per connection (unless PG_PREPARED_STATEMENTS=false).
  */
-export async function queryDocument (pool, { name, text }, values) {
-  const { rows } = await pool.query({ name: pool.options.prepareStatements ? name : undefined, text, values })
+export async function queryDocument (pool, query, values) {
+  const { rows } = await pool.query(prepared(pool, query, values))
   return rows.length ? rows[0].json : null
 }
 

@@ -1,0 +1,34 @@
+import { queryDocument, httpError } from '@suite/kit'
+import { createWriter } from './writer.js'
+import * as sql from './sql.js'
+import * as schemas from './schemas.js'
+
+/**
+ * POST /flows adds records through this worker's group-commit writer; GET /flows reads the totals.
+ * No response cache: the totals of the current hour change with every flush, so a cached answer
+ * would be invalidated about as often as it is read, and read-after-write across replicas would
+ * need a version row per hour bumped by every flush — a hot row on the write path. One indexed
+ * query per GET is exact and cheap.
+ */
+export default async function routes (app) {
+  const { pg, config } = app
+  const writer = createWriter({ pool: pg, config, registry: app.metrics.registry, log: app.log })
+
+  app.post('/flows', {
+    schema: schemas.post({ maxBatch: config.FLOWS_MAX_BATCH, bodyLimit: config.FLOWS_BODY_LIMIT }),
+    bodyLimit: config.FLOWS_BODY_LIMIT
+  }, async (request, reply) => {
+    try {
+      return await writer.write(request.body, request.headers['idempotency-key'])
+    } catch (err) {
+      if (err.statusCode) throw err
+      // Whatever failed (database down, timeout), the group's transaction did not commit: nothing of
+      // this batch is stored and sending it again is safe.
+      reply.header('retry-after', '1')
+      throw httpError(503, 'the batch was not stored, retry shortly')
+    }
+  })
+
+  app.get('/flows', { schema: schemas.list }, async (request) =>
+    queryDocument(pg, sql.byHour, [request.query.hour]))
+}

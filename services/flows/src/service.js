@@ -1,0 +1,19 @@
+// The flows service, as the kit runs it: name, settings, migrations and routes.
+import routes from './routes.js'
+
+export default {
+  name: 'flows',
+  version: '1.0.0',
+  description: 'Traffic-flow aggregation: byte totals per hour, source, destination and VPC, exact with any number of writers; a 200 means committed.',
+  migrations: new URL('../migrations/', import.meta.url),
+  config: {
+    properties: {
+      FLOWS_BATCH_WINDOW_MS: { type: 'integer', minimum: 0, maximum: 1000, default: 2, description: 'group commit: how long a worker gathers concurrent POSTs before writing them as one transaction' },
+      FLOWS_FLUSH_MAX_ROWS: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 10_000, description: 'group commit: records per flush at most (a larger single POST is written alone)' },
+      FLOWS_MAX_BATCH: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 10_000, description: 'records per POST at most (400 above)' },
+      FLOWS_BODY_LIMIT: { type: 'integer', minimum: 1024, default: 4 * 1024 * 1024, description: 'bytes of POST body at most (413 above)' },
+      FLOWS_IDEMPOTENCY_TTL_HOURS: { type: 'integer', minimum: 1, default: 24, description: 'how long an Idempotency-Key is remembered' }
+    }
+  },
+  routes
+}

@@ -1,0 +1,187 @@
+// Group commit, one writer per worker thread. Concurrent POSTs arriving within FLOWS_BATCH_WINDOW_MS
+// (or while the previous flush is in flight) join one group; their records are summed in memory by
+// key as they arrive, and the group is written as ONE upsert in ONE transaction. Every request of the
+// group is answered after that COMMIT (so 200 means durable: kill -9 loses nothing acknowledged), or
+// every one gets the error (nothing of the group is stored). One flush in flight per worker: under
+// load the next group fills while the current one commits, so the batch size follows the load and a
+// hot key costs one row update per flush instead of one per request.
+import { promClient as client, isUnavailable, DURATION_BUCKETS, httpError, prepared as preparedFor } from '@suite/kit'
+import * as sql from './sql.js'
+
+/** The writer's metrics, in the worker's registry (summed over workers by the kit at scrape time). */
+function writerMetrics (registry) {
+  const registers = [registry]
+  return {
+    flushes: new client.Counter({ name: 'flows_flushes_total', help: 'group-commit flushes (one transaction each) by result', labelNames: ['result'], registers }),
+    requests: new client.Histogram({ name: 'flows_flush_requests', help: 'POST requests answered by one flush (group size)', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers }),
+    rows: new client.Histogram({ name: 'flows_flush_rows', help: 'distinct keys upserted by one flush (after pre-aggregation)', buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384], registers }),
+    records: new client.Counter({ name: 'flows_records_committed_total', help: 'flow records (POST array elements) committed', registers }),
+    replays: new client.Counter({ name: 'flows_idempotent_replays_total', help: 'POSTs whose Idempotency-Key was already committed (not counted again)', registers }),
+    duration: new client.Histogram({ name: 'flows_flush_duration_seconds', help: 'time of one flush transaction', buckets: DURATION_BUCKETS, registers })
+  }
+}
+
+const newGroup = () => ({ rows: new Map(), records: 0, requests: [] })
+
+/**
+ * @param {{ pool: object, config: object, registry: object, log: object }} deps
+ * @returns {{ write(records: object[], key?: string): Promise<{stored: number, replayed?: boolean}> }}
+ */
+export function createWriter ({ pool, config, registry, log }) {
+  const metrics = writerMetrics(registry)
+  const windowMs = config.FLOWS_BATCH_WINDOW_MS
+  const maxRecords = config.FLOWS_FLUSH_MAX_ROWS
+  const prepared = (q, values) => preparedFor(pool, q, values)
+  let open = newGroup() // filling
+  const closed = [] // full groups waiting for the flusher
+  let flushing = false
+  let timer = null
+  let nextPrune = Date.now() + Math.random() * 3_600_000
+
+  function write (records, key) {
+    return new Promise((resolve, reject) => {
+      // A request is never split (its records commit together); a group is closed before it would
+      // pass FLOWS_FLUSH_MAX_ROWS, so one request larger than that is a group of its own.
+      if (open.records > 0 && open.records + records.length > maxRecords) { closed.push(open); open = newGroup() }
+      open.requests.push({ records, key, resolve, reject })
+      open.records += records.length
+      addAll(open.rows, records)
+      if (flushing) return // the flusher takes this group as soon as the current flush commits
+      if (closed.length || open.records >= maxRecords) next()
+      else timer ??= setTimeout(next, windowMs)
+    })
+  }
+
+  async function next () {
+    clearTimeout(timer)
+    timer = null
+    if (!closed.length && open.requests.length) { closed.push(open); open = newGroup() }
+    const group = closed.shift()
+    if (!group) return
+    flushing = true
+    try {
+      await flush(group)
+    } finally {
+      flushing = false
+    }
+    // What came in meanwhile has already waited one flush: write it now, without a new window.
+    if (closed.length || open.requests.length) next()
+  }
+
+  async function flush (group) {
+    const end = metrics.duration.startTimer()
+    try {
+      const replays = await commit(group)
+      end()
+      metrics.flushes.inc({ result: 'ok' })
+      metrics.requests.observe(group.requests.length)
+      for (const r of group.requests) {
+        if (replays.has(r)) {
+          metrics.replays.inc()
+          r.resolve({ stored: r.records.length, replayed: true })
+        } else {
+          metrics.records.inc(r.records.length)
+          r.resolve({ stored: r.records.length })
+        }
+      }
+    } catch (err) {
+      metrics.flushes.inc({ result: 'error' })
+      // A data error (class 22, e.g. a total past the bigint range) comes from one request's values,
+      // and would fail every retry of the same group: write the requests one by one, so only the
+      // request that caused it fails (422) and the others commit.
+      if (group.requests.length > 1 && /^22/.test(err.code ?? '')) {
+        log.warn({ err: err.message }, 'flush failed on a data error: retrying its requests one by one')
+        for (const r of group.requests) {
+          const single = newGroup()
+          single.requests.push(r)
+          single.records = r.records.length
+          addAll(single.rows, r.records)
+          await flush(single)
+        }
+        return
+      }
+      const answer = /^22/.test(err.code ?? '')
+        ? httpError(422, `the batch cannot be added to the totals: ${err.message}; nothing of it was stored`)
+        : err
+      if (!isUnavailable(err) && answer === err) log.error({ err }, 'flush failed, nothing of its group stored')
+      for (const r of group.requests) r.reject(answer)
+    }
+  }
+
+  // Returns the requests that were replays of an already committed Idempotency-Key.
+  async function commit (group) {
+    const keyed = group.requests.filter((r) => r.key !== undefined)
+    if (!keyed.length) { // the common case: one statement, which is its own transaction
+      await pool.query(upsert(group.rows))
+      metrics.rows.observe(group.rows.size)
+      return new Set()
+    }
+    const conn = await pool.connect()
+    let broken
+    try {
+      await conn.query('BEGIN')
+      const first = new Map() // key -> its first request in this group; later ones replay it
+      for (const r of keyed) if (!first.has(r.key)) first.set(r.key, r)
+      const { rows } = await conn.query(prepared(sql.claimKeys, [[...first.keys()]]))
+      const fresh = new Set(rows.map((row) => row.key))
+      const replays = new Set(keyed.filter((r) => first.get(r.key) !== r || !fresh.has(r.key)))
+      let flows = group.rows
+      if (replays.size) { // rare: sum again without the replayed requests
+        flows = new Map()
+        for (const r of group.requests) if (!replays.has(r)) addAll(flows, r.records)
+      }
+      if (flows.size) await conn.query(upsert(flows))
+      await conn.query('COMMIT')
+      metrics.rows.observe(flows.size)
+      if (Date.now() > nextPrune) prune()
+      return replays
+    } catch (err) {
+      broken = err
+      await conn.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      conn.release(broken !== undefined && isUnavailable(broken) ? broken : undefined)
+    }
+  }
+
+  // Idempotency keys only need to outlive client retries; at most once an hour per worker.
+  function prune () {
+    nextPrune = Date.now() + 3_600_000
+    pool.query(prepared(sql.pruneKeys, [config.FLOWS_IDEMPOTENCY_TTL_HOURS]))
+      .catch((err) => log.warn({ err: err.message }, 'pruning idempotency keys failed'))
+  }
+
+  function upsert (rows) {
+    const cols = [[], [], [], [], [], []]
+    for (const r of rows.values()) {
+      cols[0].push(r.hour); cols[1].push(r.src); cols[2].push(r.dest); cols[3].push(r.vpc); cols[4].push(r.tx); cols[5].push(r.rx)
+    }
+    return prepared(sql.upsert, cols)
+  }
+
+  return { write }
+}
+
+// Sums records into rows by key. NUL cannot occur in the strings (the schema rejects it), so it
+// separates the key's parts unambiguously.
+function addAll (rows, records) {
+  for (const f of records) {
+    const key = `${f.hour}\0${f.src_app}\0${f.dest_app}\0${f.vpc_id}`
+    const row = rows.get(key)
+    if (row) {
+      row.tx = add(row.tx, f.bytes_tx)
+      row.rx = add(row.rx, f.bytes_rx)
+    } else {
+      rows.set(key, { hour: f.hour, src: f.src_app, dest: f.dest_app, vpc: f.vpc_id, tx: f.bytes_tx, rx: f.bytes_rx })
+    }
+  }
+}
+
+// Exact sums: a Number while it is a safe integer, a BigInt past 2^53 (pg sends both as digits).
+function add (a, b) {
+  if (typeof a === 'number') {
+    const sum = a + b
+    if (Number.isSafeInteger(sum)) return sum
+  }
+  return BigInt(a) + BigInt(b)
+}
