@@ -58,9 +58,9 @@ export class CsvParser {
           done = true
           break
         }
+        let value = ''
         if (s.charCodeAt(i) === QUOTE) {
           // Quoted field: runs to a quote not followed by another quote.
-          let value = ''
           let j = i + 1
           for (;;) {
             const q = s.indexOf('"', j)
@@ -75,31 +75,19 @@ export class CsvParser {
             break
           }
           for (let k = value.indexOf('\n'); k !== -1; k = value.indexOf('\n', k + 1)) newlines++
-          // Text after a closing quote, before the delimiter, is kept: `"a"b` reads as `ab`.
-          let c = i
-          while (c < n) {
-            const ch = s.charCodeAt(c)
-            if (ch === COMMA || ch === LF) break
-            c++
-          }
-          if (c >= n && !last) return pos
-          let end = c
-          if (end > i && s.charCodeAt(end - 1) === CR) end--
-          fields.push(end > i ? value + s.slice(i, end) : value)
-          i = c
-        } else {
-          let c = i
-          while (c < n) {
-            const ch = s.charCodeAt(c)
-            if (ch === COMMA || ch === LF) break
-            c++
-          }
-          if (c >= n && !last) return pos
-          let end = c
-          if (end > i && s.charCodeAt(end - 1) === CR) end--
-          fields.push(s.slice(i, end))
-          i = c
         }
+        // Up to the delimiter; after a closing quote this text is kept too: `"a"b` reads as `ab`.
+        let c = i
+        while (c < n) {
+          const ch = s.charCodeAt(c)
+          if (ch === COMMA || ch === LF) break
+          c++
+        }
+        if (c >= n && !last) return pos
+        let end = c
+        if (end > i && s.charCodeAt(end - 1) === CR) end--
+        fields.push(end > i ? value + s.slice(i, end) : value)
+        i = c
         if (i >= n) { done = true; break }
         if (s.charCodeAt(i) === COMMA) {
           i++
