@@ -3,6 +3,7 @@
 // answers metrics scrapes with the sum of all workers, relays in-memory cache invalidations between
 // workers, and shuts everything down on SIGTERM/SIGINT.
 import { Worker } from 'node:worker_threads'
+import { createServer } from 'node:net'
 import closeWithGrace from 'close-with-grace'
 import { createProcessMetrics, aggregate } from './metrics.js'
 
@@ -18,6 +19,14 @@ export function reusePortSupport () {
   return null
 }
 
+function claimPort (host, port) {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen({ host, port, exclusive: true }, () => server.close(resolve))
+  })
+}
+
 /**
  * @param {URL|string} serviceUrl  module whose default export is the service definition
  * @param {object} config  validated configuration
@@ -28,6 +37,14 @@ export async function runWorkers (serviceUrl, config, log) {
   if (count > 1 && unsupported) {
     log.warn(`running 1 worker instead of ${count}: ${unsupported}`)
     count = 1
+  }
+  // With SO_REUSEPORT a second process on the same port would not fail: it would silently take
+  // half the connections. So the port is first claimed once without it, to fail loudly instead.
+  try {
+    await claimPort(config.HOST, config.PORT)
+  } catch (err) {
+    log.fatal(`cannot listen on ${config.HOST}:${config.PORT}: ${err.code === 'EADDRINUSE' ? 'the port is in use' : err.message}`)
+    process.exit(1)
   }
   const processMetrics = createProcessMetrics()
   const workers = new Map() // id -> Worker

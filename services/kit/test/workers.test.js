@@ -163,3 +163,14 @@ test('SIGTERM while the workers are still starting: a clean exit 0, not a kill',
   const [code, signal] = await new Promise((resolve) => child.on('exit', (c, s) => resolve([c, s])))
   assert.deepEqual({ code, signal }, { code: 0, signal: null }, out)
 })
+
+test('a second process on a port in use fails loudly instead of sharing it', async () => {
+  const first = await start({ WORKERS: '2' })
+  try {
+    const second = spawnSync(process.execPath, [entry], { env: { ...process.env, DATABASE_URL: adminUrl, HOST: '127.0.0.1', PORT: String(first.port), LOG_LEVEL: 'info' }, encoding: 'utf8', timeout: 15000 })
+    assert.equal(second.status, 1)
+    assert.match(second.stdout, /the port is in use/)
+  } finally {
+    await first.stop()
+  }
+})
