@@ -1,0 +1,47 @@
+// One round trip per request. Reads return the document PostgreSQL builds plus its version;
+// writes check If-Match in the statement itself and say, from the same snapshot, whether the row
+// existed, so 404 and 412 are told apart without a second query.
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`
+const DOC = (r) => `json_build_object(
+  'id', ${r}.id, 'name', ${r}.name, 'address', ${r}.address, 'phone', ${r}.phone, 'picture', ${r}.picture,
+  'cuisine', ${r}.cuisine, 'price_range', ${r}.price_range, 'stars', ${r}.stars::float8,
+  'quality', ${r}.quality, 'delivery', ${r}.delivery, 'accuracy', ${r}.accuracy,
+  'created_at', to_char(${r}.created_at AT TIME ZONE 'UTC', ${ISO}),
+  'updated_at', to_char(${r}.updated_at AT TIME ZONE 'UTC', ${ISO}))`
+
+export const read = {
+  name: 'restaurant',
+  text: `SELECT r.version, ${DOC('r')} AS doc FROM restaurants r WHERE r.id = $1`
+}
+
+// $1 is the whole body as jsonb: one statement for any subset of fields, values always parameters.
+const COLUMNS = ['name', 'address', 'phone', 'picture', 'cuisine', 'price_range', 'stars', 'quality', 'delivery', 'accuracy']
+const CAST = { price_range: 'smallint', stars: 'numeric', quality: 'smallint', delivery: 'smallint', accuracy: 'smallint' }
+const value = (c) => `($1::jsonb->>'${c}')${CAST[c] ? '::' + CAST[c] : ''}`
+
+export const create = {
+  name: 'restaurant_create',
+  text: `INSERT INTO restaurants AS r (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(value).join(', ')})
+    RETURNING r.version, ${DOC('r')} AS doc`
+}
+
+// $2 id, $3 the If-Match version or null. `current` is the version before this statement (null: no row).
+export const update = {
+  name: 'restaurant_update',
+  text: `WITH u AS (
+      UPDATE restaurants AS r SET
+        ${COLUMNS.map((c) => `${c} = CASE WHEN $1::jsonb ? '${c}' THEN ${value(c)} ELSE r.${c} END`).join(',\n        ')},
+        version = r.version + 1, updated_at = now()
+      WHERE r.id = $2 AND ($3::int IS NULL OR r.version = $3)
+      RETURNING r.version, ${DOC('r')} AS doc)
+    SELECT u.version, u.doc, (SELECT version FROM restaurants WHERE id = $2) AS current
+    FROM (SELECT 1) one LEFT JOIN u ON true`
+}
+
+export const remove = {
+  name: 'restaurant_delete',
+  text: `WITH d AS (DELETE FROM restaurants WHERE id = $1 AND ($2::int IS NULL OR version = $2) RETURNING version)
+    SELECT d.version, (SELECT version FROM restaurants WHERE id = $1) AS current
+    FROM (SELECT 1) one LEFT JOIN d ON true`
+}

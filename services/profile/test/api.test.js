@@ -1,0 +1,193 @@
+// Black-box HTTP tests of the profile API against a real PostgreSQL and Redis.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import Ajv from 'ajv'
+import addFormats from 'ajv-formats'
+import { errorSchema } from '@suite/kit'
+import { redisUrl } from '@suite/kit/testing/env'
+import * as schemas from '../src/schemas.js'
+import { profileDatabase, startProfile, send, body, TRICKY_NAME } from './fixtures.js'
+
+let service
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false }))
+ajv.addSchema(errorSchema)
+
+// Every answer must match the response schema its route declares (the OpenAPI document).
+function conforms (schema, res) {
+  const validate = ajv.compile(schema.response[res.status])
+  assert.ok(validate(res.body === '' ? null : res.body), `${res.status} ${JSON.stringify(validate.errors)}`)
+  return res
+}
+const call = (schema, ...args) => send(service.url, ...args).then((res) => conforms(schema, res))
+const strip = ({ id, created_at: c, updated_at: u, ...fields }) => fields
+
+before(async () => {
+  service = await startProfile({ DATABASE_URL: await profileDatabase(50), REDIS_URL: `${redisUrl}/14` })
+})
+after(() => service?.stop())
+
+test('create, read, replace, patch, delete: shapes, Location, ETag', async () => {
+  const created = await call(schemas.create, 'POST', '/restaurants', body())
+  assert.equal(created.status, 201)
+  const { id } = created.body
+  assert.ok(id > 50, 'a fresh id past the loaded ones')
+  assert.equal(created.headers.get('location'), `/restaurants/${id}`)
+  assert.equal(created.headers.get('etag'), '"1"')
+  assert.deepEqual(strip(created.body), body())
+  assert.ok(!('version' in created.body))
+
+  const read = await call(schemas.read, 'GET', `/restaurants/${id}`)
+  assert.equal(read.status, 200)
+  assert.deepEqual(read.body, created.body)
+  assert.equal(read.headers.get('etag'), '"1"')
+  const hit = await call(schemas.read, 'GET', `/restaurants/${id}`) // from the cache, same ETag
+  assert.equal(hit.headers.get('etag'), '"1"')
+  assert.deepEqual(hit.body, created.body)
+
+  const compat = await call(schemas.compat, 'GET', `/restaurants/${id}/profile`)
+  const b = body()
+  assert.deepEqual(compat.body, [{ id, name: b.name, address: b.address, number: b.phone, picture: b.picture, stars: b.stars, quality: b.quality, delivery: b.delivery, accuracy: b.accuracy }])
+
+  const replaced = await call(schemas.replace, 'PUT', `/restaurants/${id}`, body({ name: 'Replaced', stars: 0, price_range: 4 }))
+  assert.equal(replaced.status, 200)
+  assert.equal(replaced.headers.get('etag'), '"2"')
+  assert.deepEqual(strip(replaced.body), body({ name: 'Replaced', stars: 0, price_range: 4 }))
+  assert.equal(replaced.body.created_at, created.body.created_at)
+
+  const patched = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { quality: 1 })
+  assert.equal(patched.headers.get('etag'), '"3"')
+  assert.deepEqual(strip(patched.body), body({ name: 'Replaced', stars: 0, price_range: 4, quality: 1 }))
+  assert.deepEqual((await call(schemas.read, 'GET', `/restaurants/${id}`)).body, patched.body)
+
+  const deleted = await send(service.url, 'DELETE', `/restaurants/${id}`)
+  assert.equal(deleted.status, 204)
+  assert.equal((await call(schemas.read, 'GET', `/restaurants/${id}`)).status, 404)
+  assert.deepEqual((await call(schemas.compat, 'GET', `/restaurants/${id}/profile`)).body, [])
+  assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`)).status, 404)
+})
+
+test('loaded restaurants are served', async () => {
+  const res = await call(schemas.read, 'GET', '/restaurants/1')
+  assert.equal(res.status, 200)
+  assert.equal(res.body.id, 1)
+  assert.equal((await call(schemas.read, 'GET', '/restaurants/7')).status, 404, 'the planted bad row was rejected')
+})
+
+test('unknown ids: 404 on GET/PUT/PATCH/DELETE, [] on the compat route', async () => {
+  const id = 2147483647
+  assert.equal((await call(schemas.read, 'GET', `/restaurants/${id}`)).status, 404)
+  assert.equal((await call(schemas.replace, 'PUT', `/restaurants/${id}`, body())).status, 404)
+  assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' })).status, 404)
+  assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`)).status, 404)
+  assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': '"1"' })).status, 404)
+  const compat = await call(schemas.compat, 'GET', `/restaurants/${id}/profile`)
+  assert.equal(compat.status, 200)
+  assert.deepEqual(compat.body, [])
+})
+
+test('bad input is a 400 naming the field, never a 5xx', async () => {
+  const bad = {
+    name: [5, '', null],
+    address: [1, null],
+    phone: [true],
+    picture: ['not a url', 3],
+    cuisine: [{}],
+    price_range: [0, 5, 2.5, '$$'],
+    stars: [-0.1, 5.1, 'four'],
+    quality: [-1, 101, 'x'],
+    delivery: [101, 1.5],
+    accuracy: [-5, null]
+  }
+  for (const [field, values] of Object.entries(bad)) {
+    for (const v of values) {
+      for (const [method, path, payload] of [['POST', '/restaurants', body({ [field]: v })], ['PUT', '/restaurants/1', body({ [field]: v })], ['PATCH', '/restaurants/1', { [field]: v }]]) {
+        const res = await call(schemas.create, method, path, payload)
+        assert.equal(res.status, 400, `${method} ${field}=${JSON.stringify(v)}`)
+        assert.match(res.body.message, new RegExp(field), `${method} ${field}: ${res.body.message}`)
+      }
+    }
+  }
+  const missing = body()
+  delete missing.cuisine
+  for (const method of ['POST', 'PUT']) {
+    const res = await send(service.url, method, method === 'POST' ? '/restaurants' : '/restaurants/1', missing)
+    assert.equal(res.status, 400)
+    assert.match(res.body.message, /cuisine/)
+  }
+  const unknown = await send(service.url, 'PATCH', '/restaurants/1', { name: 'x', owner: 'me' })
+  assert.equal(unknown.status, 400)
+  assert.match(unknown.body.message, /owner/)
+  const empty = await send(service.url, 'PATCH', '/restaurants/1', {})
+  assert.equal(empty.status, 400)
+  assert.match(empty.body.message, /body/)
+  for (const id of ['0', '-1', 'abc', '1.5', '2147483648', '99999999999999999999']) {
+    for (const [method, path] of [['GET', `/restaurants/${id}`], ['GET', `/restaurants/${id}/profile`], ['DELETE', `/restaurants/${id}`], ['PATCH', `/restaurants/${id}`]]) {
+      const res = await send(service.url, method, path, method === 'PATCH' ? { name: 'x' } : undefined)
+      assert.equal(res.status, 400, `${method} ${path}`)
+      assert.match(res.body.message, /params\/id/)
+    }
+  }
+  const notJson = await fetch(`${service.url}/restaurants`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":' })
+  assert.equal(notJson.status, 400)
+})
+
+test('If-Match: 412 on a mismatch, success with the current ETag, * and no header go through', async () => {
+  const { body: { id } } = await send(service.url, 'POST', '/restaurants', body())
+  for (const stale of ['"2"', '"abc"', 'W/"7"', 'nonsense']) {
+    const res = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': stale })
+    assert.equal(res.status, 412, stale)
+    assert.match(res.body.message, /If-Match/)
+  }
+  assert.equal((await call(schemas.replace, 'PUT', `/restaurants/${id}`, body(), { 'if-match': '"5"' })).status, 412)
+  assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': '"5"' })).status, 412)
+  const ok = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v2' }, { 'if-match': '"1"' })
+  assert.equal(ok.status, 200)
+  assert.equal(ok.headers.get('etag'), '"2"')
+  const weak = await call(schemas.replace, 'PUT', `/restaurants/${id}`, body({ name: 'v3' }), { 'if-match': 'W/"2"' })
+  assert.equal(weak.headers.get('etag'), '"3"')
+  assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v4' }, { 'if-match': '*' })).status, 200)
+  assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v5' })).headers.get('etag'), '"5"')
+  const get = await send(service.url, 'GET', `/restaurants/${id}`)
+  assert.equal(get.headers.get('etag'), '"5"')
+  assert.equal((await send(service.url, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': get.headers.get('etag') })).status, 204)
+})
+
+test('concurrent PATCHes with the same If-Match: exactly one wins per version', async () => {
+  const { body: { id } } = await send(service.url, 'POST', '/restaurants', body())
+  for (let version = 1; version <= 5; version++) {
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+      send(service.url, 'PATCH', `/restaurants/${id}`, { name: `v${version}-${i}` }, { 'if-match': `"${version}"` })))
+    const won = results.filter((r) => r.status === 200)
+    assert.equal(won.length, 1, `version ${version}: ${results.map((r) => r.status)}`)
+    assert.ok(results.every((r) => r.status === 200 || r.status === 412))
+    const now = await send(service.url, 'GET', `/restaurants/${id}`)
+    assert.equal(now.body.name, won[0].body.name)
+    assert.equal(now.headers.get('etag'), `"${version + 1}"`)
+  }
+})
+
+test('names with apostrophes, quotes and unicode round-trip unchanged', async () => {
+  const created = await send(service.url, 'POST', '/restaurants', body({ name: TRICKY_NAME, address: 'Rue de l\'Église 3, Zürich', cuisine: '"Fusion"; DROP TABLE restaurants; --' }))
+  assert.equal(created.status, 201)
+  const { id } = created.body
+  for (let i = 0; i < 2; i++) { // miss, then hit
+    const res = await send(service.url, 'GET', `/restaurants/${id}`)
+    assert.equal(res.body.name, TRICKY_NAME)
+    assert.equal(res.body.address, 'Rue de l\'Église 3, Zürich')
+    assert.equal(res.body.cuisine, '"Fusion"; DROP TABLE restaurants; --')
+    assert.equal((await send(service.url, 'GET', `/restaurants/${id}/profile`)).body[0].name, TRICKY_NAME)
+  }
+  const patched = await send(service.url, 'PATCH', `/restaurants/${id}`, { name: `${TRICKY_NAME}²` })
+  assert.equal(patched.body.name, `${TRICKY_NAME}²`)
+  assert.equal((await send(service.url, 'GET', `/restaurants/${id}`)).body.name, `${TRICKY_NAME}²`)
+})
+
+test('the OpenAPI document lists every route; health and metrics come from the kit', async () => {
+  const doc = await send(service.url, 'GET', '/docs/json')
+  assert.equal(doc.status, 200)
+  for (const path of ['/restaurants', '/restaurants/{id}', '/restaurants/{id}/profile']) assert.ok(doc.body.paths[path], path)
+  assert.ok(doc.body.paths['/restaurants/{id}'].patch.responses['412'])
+  assert.equal((await send(service.url, 'GET', '/healthz')).status, 200)
+  const metrics = await fetch(`${service.url}/metrics`).then((r) => r.text())
+  assert.match(metrics, /cache_requests_total\{keyspace="profile:restaurant"/)
+})
