@@ -1,0 +1,10 @@
+// The menu service, as the kit runs it: name, migrations and routes.
+import routes from './routes.js'
+
+export default {
+  name: 'menu',
+  version: '1.0.0',
+  description: 'Restaurant menus: a list of dishes or a link to the restaurant\'s own menu.',
+  migrations: new URL('../migrations/', import.meta.url),
+  routes
+}

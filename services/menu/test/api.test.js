@@ -1,0 +1,108 @@
+// Black-box HTTP tests of the menu API against a real PostgreSQL and Redis.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import Ajv from 'ajv'
+import addFormats from 'ajv-formats'
+import { errorSchema } from '@suite/kit'
+import { redisUrl } from '@suite/kit/testing/env'
+import * as schemas from '../src/schemas.js'
+import { menuDatabase, startMenu, get, put, DISHES } from './fixtures.js'
+
+let service
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false }))
+ajv.addSchema(errorSchema)
+
+// Every answer must match the response schema its route declares (the OpenAPI document).
+function conforms (schema, res) {
+  const validate = ajv.compile(schema.response[res.status])
+  assert.ok(validate(res.body), `${res.status} ${JSON.stringify(validate.errors)}`)
+  return res
+}
+
+before(async () => {
+  service = await startMenu({ DATABASE_URL: await menuDatabase(), REDIS_URL: `${redisUrl}/6` })
+})
+after(async () => { await service?.stop() })
+
+test('a dish menu on both GET routes, the same document', async () => {
+  for (const path of ['/restaurants/1/menu', '/menu/1']) {
+    const res = conforms(schemas.getMenu, await get(service.url, path))
+    assert.equal(res.status, 200)
+    assert.deepEqual(res.body, { id: 1, dishes: DISHES, link: null })
+  }
+})
+
+test('a link menu has dishes [] and its link', async () => {
+  for (const path of ['/restaurants/3/menu', '/menu/3']) {
+    const res = conforms(schemas.getMenu, await get(service.url, path))
+    assert.deepEqual(res.body, { id: 3, dishes: [], link: 'https://menus.example/r/3' })
+  }
+})
+
+test('unknown id is a 404 JSON, twice (cached), and the process survives', async () => {
+  for (const path of ['/restaurants/999/menu', '/menu/999', '/menu/999', '/menu/2147483647']) {
+    const res = conforms(schemas.getMenu, await get(service.url, path))
+    assert.equal(res.status, 404)
+    assert.match(res.body.message, /not found/)
+  }
+  assert.equal((await get(service.url, '/menu/1')).status, 200)
+  assert.equal(service.child.exitCode, null)
+})
+
+test('bad ids are a 400 naming the field', async () => {
+  for (const id of ['abc', '0', '-1', '1.5', '2147483648', '99999999999999999999']) {
+    for (const path of [`/restaurants/${id}/menu`, `/menu/${id}`]) {
+      const res = conforms(schemas.getMenu, await get(service.url, path))
+      assert.equal(res.status, 400, path)
+      assert.match(res.body.message, /params\/id/, path)
+    }
+  }
+})
+
+test('PUT validation: each dish field, both/neither dishes and link → 400 naming the field', async () => {
+  const good = DISHES[1]
+  const cases = [
+    [{ dishes: [good, good, good, { ...good, price: 'cheap' }] }, /body\/dishes\/3\/price/],
+    [{ dishes: [{ ...good, price: -1 }] }, /body\/dishes\/0\/price/],
+    [{ dishes: [{ ...good, dishType: 7 }] }, /body\/dishes\/0\/dishType/],
+    [{ dishes: [{ ...good, subType: null }] }, /body\/dishes\/0\/subType/],
+    [{ dishes: [{ ...good, dish: '' }] }, /body\/dishes\/0\/dish/],
+    [{ dishes: [{ ...good, ingredients: ['a'] }] }, /body\/dishes\/0\/ingredients/],
+    [{ dishes: [{ dishType: 'a', subType: 'b', dish: 'c', price: 1 }] }, /body\/dishes\/0\/ingredients/],
+    [{ dishes: [{ ...good, extra: 1 }] }, /body\/dishes\/0 must NOT have additional properties/],
+    [{ dishes: [] }, /body\/dishes/],
+    [{ dishes: 'none' }, /body\/dishes/],
+    [{ link: 'not a url' }, /body\/link/],
+    [{ link: 'ftp://x.example/menu' }, /body\/link/],
+    [{ dishes: [good], link: 'https://x.example/' }, /body\/link/],
+    [{}, /either dishes or link/]
+  ]
+  for (const [body, message] of cases) {
+    const res = conforms(schemas.putMenu, await put(service.url, '/restaurants/1/menu', body))
+    assert.equal(res.status, 400, JSON.stringify(body))
+    assert.match(res.body.message, message, JSON.stringify(body))
+  }
+  const badId = conforms(schemas.putMenu, await put(service.url, '/restaurants/x/menu', { link: 'https://x.example/' }))
+  assert.equal(badId.status, 400)
+  assert.match(badId.body.message, /params\/id/)
+  // Nothing was changed by the rejected requests.
+  assert.deepEqual((await get(service.url, '/menu/1')).body.dishes, DISHES)
+})
+
+test('PUT replaces a menu (dishes ↔ link), 201 creates one, GETs follow at once', async () => {
+  const link = conforms(schemas.putMenu, await put(service.url, '/restaurants/2/menu', { link: 'https://new.example/menu' }))
+  assert.equal(link.status, 200)
+  assert.deepEqual(link.body, { id: 2, dishes: [], link: 'https://new.example/menu' })
+  assert.deepEqual((await get(service.url, '/menu/2')).body, link.body)
+  assert.deepEqual((await get(service.url, '/restaurants/2/menu')).body, link.body)
+
+  const dishes = conforms(schemas.putMenu, await put(service.url, '/restaurants/2/menu', { dishes: [DISHES[0]] }))
+  assert.deepEqual(dishes.body, { id: 2, dishes: [DISHES[0]], link: null })
+  assert.deepEqual((await get(service.url, '/menu/2')).body, dishes.body)
+
+  // 5000 was a cached 404 before: creating it must show at once.
+  assert.equal((await get(service.url, '/menu/5000')).status, 404)
+  const created = conforms(schemas.putMenu, await put(service.url, '/restaurants/5000/menu', { dishes: DISHES }))
+  assert.equal(created.status, 201)
+  assert.deepEqual((await get(service.url, '/menu/5000')).body, { id: 5000, dishes: DISHES, link: null })
+})
