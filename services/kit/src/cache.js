@@ -127,6 +127,7 @@ return 1`
 
 function redisStore (config, log) {
   const redis = new Redis(config.REDIS_URL, {
+    ...(config.REDIS_PASSWORD !== undefined && { password: config.REDIS_PASSWORD }),
     // Fail fast instead of queueing while disconnected: the request goes to PostgreSQL at once.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

@@ -74,6 +74,7 @@ export function loadCommand ({ etlModule, cachePrefix }) {
         workerData: {
           etlModule: String(etlModule),
           databaseUrl: ctx.config.DATABASE_URL,
+          databasePassword: ctx.config.DATABASE_PASSWORD,
           applicationName: `${ctx.service.name}-load`,
           dir,
           rejectsFile: rejects ?? `${dir}/rejects.csv`,

@@ -5,6 +5,7 @@ import pg from 'pg'
 export function createPool (config, log, applicationName) {
   const pool = new pg.Pool({
     connectionString: config.DATABASE_URL,
+    password: config.DATABASE_PASSWORD, // undefined: the URL's own password, or libpq's PGPASSWORD
     max: config.PG_POOL_MAX,
     connectionTimeoutMillis: config.PG_CONNECT_TIMEOUT_MS,
     statement_timeout: config.PG_STATEMENT_TIMEOUT_MS || undefined,

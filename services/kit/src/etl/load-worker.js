@@ -3,9 +3,9 @@ import { workerData } from 'node:worker_threads'
 import pg from 'pg'
 import { pgTarget } from './copy.js'
 
-const { etlModule, databaseUrl, applicationName, dir, rejectsFile, progress } = workerData
+const { etlModule, databaseUrl, databasePassword, applicationName, dir, rejectsFile, progress } = workerData
 const { load } = await import(etlModule)
-const client = new pg.Client({ connectionString: databaseUrl, application_name: applicationName })
+const client = new pg.Client({ connectionString: databaseUrl, password: databasePassword, application_name: applicationName })
 await client.connect()
 try {
   await load({ db: pgTarget(client), dir, rejectsFile, progress })
