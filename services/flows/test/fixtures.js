@@ -1,22 +1,14 @@
 // A migrated, empty flows database and the service on it, plus helpers to post and to read totals.
 import { fileURLToPath } from 'node:url'
-import pg from 'pg'
-import { migrate } from '@suite/kit'
-import { startService } from '@suite/kit/testing'
-import { createDatabase } from '@suite/kit/testing/env'
+import { startService, send } from '@suite/kit/testing'
+import { migratedDatabase } from '@suite/kit/testing/env'
 export { get, metric } from '@suite/kit/testing'
 
 export const entry = fileURLToPath(new URL('../src/cli.js', import.meta.url))
 export const migrations = fileURLToPath(new URL('../migrations/', import.meta.url))
 
 /** A fresh migrated database; returns its URL. */
-export async function flowsDatabase () {
-  const url = await createDatabase('flows')
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try { await migrate(client, migrations) } finally { await client.end() }
-  return url
-}
+export const flowsDatabase = () => migratedDatabase('flows', migrations)
 
 // Load shedding off: these tests check answers and totals, and on a CPU-starved shared machine the
 // kit's shedding (event-loop delay/utilization) would answer some requests 503 by design.
@@ -25,17 +17,7 @@ export function startFlows (env) {
 }
 
 /** POST a JSON body (an array, or any text) to /flows; returns { status, headers, body }. */
-export async function post (base, body, headers = {}) {
-  const res = await fetch(`${base}/flows`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body)
-  })
-  const text = await res.text()
-  let parsed = text
-  try { parsed = JSON.parse(text) } catch {}
-  return { status: res.status, headers: res.headers, body: parsed }
-}
+export const post = (base, body, headers = {}) => send(base, 'POST', '/flows', body, headers)
 
 export const flow = (src, dest, vpc, tx, rx, hour) => ({ src_app: src, dest_app: dest, vpc_id: vpc, bytes_tx: tx, bytes_rx: rx, hour })
 export const keyOf = (f) => `${f.hour}|${f.src_app}|${f.dest_app}|${f.vpc_id}`

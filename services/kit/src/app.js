@@ -26,6 +26,9 @@ export const errorResponses = { 400: err, 404: err, 500: err, 503: err }
 /** The response schema of one more error status a route answers (413, 412, 422…). */
 export const errorResponse = err
 
+/** The response schema of a 304 to a conditional GET (see reply.sendCached's `versioned`). */
+export const notModifiedResponse = { type: 'null', description: 'not modified: If-None-Match names the current ETag' }
+
 /** An error that the error handler turns into `{statusCode, error, message}`. */
 export function httpError (statusCode, message) {
   return Object.assign(new Error(message), { statusCode })
@@ -56,16 +59,27 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
   /**
    * Cache-aside for a whole response: sends the cached JSON text of `key`, or calls `load()` for the
    * document, serializes it once by the route's response schema and caches that text.
-   * `version(doc)`: for documents that change, their version (see cache.invalidate).
+   * A document that changes has a version (a counter its table bumps on every write, see
+   * cache.invalidate): pass `{ versioned: true }` and make `load()` resolve to `{ doc, version }`;
+   * the answer then carries `ETag: "<version>"`, and a GET whose If-None-Match names it gets a 304.
    * Resolves to true once sent, or to false when `load()` found nothing (the route then answers 404).
    */
-  app.decorateReply('sendCached', async function (key, load, { version } = {}) {
-    const json = await cache.wrap(key, async () => {
-      const doc = await load()
+  app.decorateReply('sendCached', async function (key, load, { versioned = false } = {}) {
+    const { value: json, version } = await cache.wrapEntry(key, async () => {
+      const loaded = await load()
+      const doc = versioned ? loaded?.doc ?? null : loaded
       const value = doc === null ? null : this.serialize(doc)
-      return version ? { value, version: doc === null ? 0 : version(doc) } : value
+      return versioned ? { value, version: loaded?.version ?? 0 } : value
     })
     if (json === null) return false
+    if (versioned) {
+      const etag = `"${version}"`
+      this.header('etag', etag)
+      if (this.request.headers['if-none-match'] === etag) {
+        this.code(304).send()
+        return true
+      }
+    }
     this.type('application/json; charset=utf-8').send(json)
     return true
   })

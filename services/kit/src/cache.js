@@ -30,7 +30,12 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
    * The metrics keyspace is the key up to its last ':' (e.g. product:styles).
    */
   async function wrap (key, load, ttl = config.CACHE_TTL_SECONDS) {
-    if (!config.CACHE_ENABLED) return valueOf(await load())
+    return (await wrapEntry(key, load, ttl)).value
+  }
+
+  /** Like wrap, but resolves to `{ value, version }`: the version of a versioned document, else 0. */
+  async function wrapEntry (key, load, ttl = config.CACHE_TTL_SECONDS) {
+    if (!config.CACHE_ENABLED) return entryOf(await load())
     const keyspace = keyspaceOf(key)
     let raw = null
     let storeOk = true
@@ -44,7 +49,7 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
     const entry = raw === null ? { version: 0 } : parse(raw)
     if (entry.value !== undefined) {
       metrics.cacheRequests.inc({ keyspace, result: 'hit' })
-      return entry.value
+      return entry
     }
     if (storeOk) metrics.cacheRequests.inc({ keyspace, result: 'miss' })
 
@@ -59,16 +64,14 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
 
   async function fill (key, keyspace, load, ttl, storeOk) {
     metrics.cacheLoads.inc({ keyspace })
-    const loaded = await load()
-    const value = valueOf(loaded)
+    const entry = entryOf(await load())
     if (storeOk) {
-      const version = loaded?.version ?? 0
-      store.setIfNotOlder(key, version, `${version}\n${value ?? ''}`, ttlFor(ttl)).catch((err) => {
+      store.setIfNotOlder(key, entry.version, `${entry.version}\n${entry.value ?? ''}`, ttlFor(ttl)).catch((err) => {
         metrics.cacheRequests.inc({ keyspace, result: 'error' })
         log.debug({ err: err.message, key }, 'cache write failed')
       })
     }
-    return value
+    return entry
   }
 
   /**
@@ -95,6 +98,7 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
   return {
     kind: store.kind,
     wrap,
+    wrapEntry,
     invalidate,
     applyInvalidation,
     deleteByPrefix: store.deleteByPrefix,
@@ -104,7 +108,8 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
   }
 }
 
-const valueOf = (loaded) => (loaded !== null && typeof loaded === 'object' ? loaded.value : loaded)
+// What load() returned, as an entry: text or null is unversioned (version 0).
+const entryOf = (loaded) => (loaded !== null && typeof loaded === 'object' ? loaded : { value: loaded, version: 0 })
 
 /** "<version>\n<json>" → { version, value } (value null: not found); "<version>" → { version } (tombstone). */
 function parse (raw) {

@@ -43,9 +43,18 @@ export async function runCli (serviceUrl, commands = {}) {
     process.exit(1)
   }
   const log = createLogger({ level: config?.LOG_LEVEL ?? 'info', name: service.name })
-  const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true })
-  await command.run(values, { service, config, log })
+  try {
+    const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true })
+    await command.run(values, { service, config, log })
+  } catch (err) {
+    if (!(err instanceof UsageError) && !err.code?.startsWith('ERR_PARSE_ARGS')) throw err
+    console.error(`${service.name} ${name}: ${err.message}`)
+    process.exit(2)
+  }
 }
+
+/** A mistake in the command line: printed as one line, exit code 2. */
+class UsageError extends Error {}
 
 export async function migrateCommand (service, { config, log }) {
   const pool = createPool({ ...config, PG_POOL_MAX: 1 }, log, `${service.name}-migrate`)
@@ -58,17 +67,48 @@ export async function migrateCommand (service, { config, log }) {
 }
 
 /**
- * The `load` command of a service with a data set: migrate, run `load({ db, dir, rejectsFile, progress })`
- * exported by `etlModule`, then clear the cached answers under `cachePrefix`.
+ * The `generate` and `load` commands of a service with a data set, whose `etlModule` exports
+ * `generate({ out, [count]: n, seed })` and `load({ db, dir, rejectsFile, progress })`.
+ *   count: the name of the size option (`products`, `menus`…); files: what generate writes (for --help)
+ */
+export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, files }) {
+  return {
+    generate: generateCommand({ etlModule, count, defaultCount, files }),
+    load: loadCommand({ etlModule, cachePrefix })
+  }
+}
+
+function generateCommand ({ etlModule, count, defaultCount, files }) {
+  return {
+    summary: `write ${files} (deterministic for a seed): --out DIR [--${count} ${defaultCount}] [--seed 1]`,
+    config: false,
+    options: { out: { type: 'string' }, [count]: { type: 'string', default: String(defaultCount) }, seed: { type: 'string', default: '1' } },
+    async run (values, { log }) {
+      if (!values.out) throw new UsageError('--out DIR is required')
+      for (const name of [count, 'seed']) {
+        if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
+      }
+      const { generate } = await import(etlModule)
+      const manifest = await generate({ out: values.out, [count]: Number(values[count]), seed: Number(values.seed) })
+      for (const [file, f] of Object.entries(manifest.files)) {
+        const planted = Object.values(f.rejects).reduce((a, b) => a + b, 0)
+        log.info(`${file}: ${f.rows} rows, ${planted} of them planted for the loader to reject`)
+      }
+    }
+  }
+}
+
+/**
+ * The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`.
  * The load runs in a worker thread with a capped heap: parsing 2 GB makes garbage fast, and without
  * a cap V8 lets the heap grow far past what the work needs.
  */
-export function loadCommand ({ etlModule, cachePrefix }) {
+function loadCommand ({ etlModule, cachePrefix }) {
   return {
     summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE]',
     options: { dir: { type: 'string' }, rejects: { type: 'string' } },
     async run ({ dir, rejects }, ctx) {
-      if (!dir) throw new Error('load needs --dir DIR')
+      if (!dir) throw new UsageError('--dir DIR is required')
       await migrateCommand(ctx.service, ctx)
       const worker = new Worker(new URL('./etl/load-worker.js', import.meta.url), {
         workerData: {

@@ -11,17 +11,20 @@ const coercing = addFormats(new Ajv({ ...options, coerceTypes: 'array' }))
 
 /** Fastify's validatorCompiler. */
 export function validatorCompiler ({ schema, httpPart }) {
-  return namingMissing((httpPart === 'body' ? strict : coercing).compile(schema))
+  return namingTheField((httpPart === 'body' ? strict : coercing).compile(schema))
 }
 
-// ajv reports a missing property at its parent (`body/3 must have required property 'hour'`); this
-// names it as a path like every other error: `body/3/hour is required`, `querystring/hour is required`.
-function namingMissing (validate) {
+// ajv reports a missing or an unknown property at its parent (`body/3 must have required property
+// 'hour'`, `body must NOT have additional properties`); this names it as a path like every other
+// error: `body/3/hour is required`, `body/owner is not allowed`.
+function namingTheField (validate) {
   const wrapped = (data) => {
     const ok = validate(data)
-    wrapped.errors = validate.errors?.map((e) => e.keyword === 'required'
-      ? { ...e, instancePath: `${e.instancePath}/${e.params.missingProperty}`, message: 'is required' }
-      : e)
+    wrapped.errors = validate.errors?.map((e) => {
+      if (e.keyword === 'required') return { ...e, instancePath: `${e.instancePath}/${e.params.missingProperty}`, message: 'is required' }
+      if (e.keyword === 'additionalProperties') return { ...e, instancePath: `${e.instancePath}/${e.params.additionalProperty}`, message: 'is not allowed' }
+      return e
+    })
     return ok
   }
   return wrapped

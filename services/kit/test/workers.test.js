@@ -44,6 +44,17 @@ test('a bad or missing setting stops the process with one line naming it', () =>
   assert.match(badUrl.stderr.trim(), /^fixture: config: DATABASE_URL must match pattern/)
 })
 
+test('a wrong command line is one line and exit 2: unknown command, unknown option, missing value', () => {
+  const run = (...args) => spawnSync(process.execPath, [entry, ...args], { env: { PATH: process.env.PATH, DATABASE_URL: adminUrl }, encoding: 'utf8' })
+  const unknown = run('fly')
+  assert.equal(unknown.status, 2)
+  assert.match(unknown.stderr, /^usage: fixture <command>/)
+  assert.match(unknown.stderr, /migrate +apply the SQL migrations/)
+  const option = run('migrate', '--fast')
+  assert.equal(option.status, 2)
+  assert.equal(option.stderr.trim(), "fixture migrate: Unknown option '--fast'")
+})
+
 test('two workers serve one port and one scrape shows the sum of both', async () => {
   const svc = await start({ WORKERS: '2' })
   try {

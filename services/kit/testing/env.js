@@ -1,5 +1,7 @@
 // What scripts/test.js hands every test file: the shared throwaway servers.
+import pg from 'pg'
 import { createDatabase as create } from './index.js'
+import { migrate } from '../src/migrate.js'
 
 export const adminUrl = required('TEST_DATABASE_URL')
 export const redisUrl = required('TEST_REDIS_URL')
@@ -12,3 +14,20 @@ function required (name) {
 
 /** A fresh, empty database on the shared test server; returns its URL. */
 export const createDatabase = (prefix) => create(adminUrl, prefix)
+
+/**
+ * A fresh database on the shared test server with a service's migrations applied, then
+ * `fill(client)` run on it (test rows); returns its URL.
+ */
+export async function migratedDatabase (prefix, migrations, fill = async () => {}) {
+  const url = await createDatabase(prefix)
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await migrate(client, migrations)
+    await fill(client)
+  } finally {
+    await client.end()
+  }
+  return url
+}

@@ -202,14 +202,24 @@ export async function startService ({ entry, args = [], env = {}, port, readyPat
   }
 }
 
-/** GET and parse; returns { status, headers, body }. */
-export async function get (base, path) {
-  const res = await fetch(base + path)
+/**
+ * An HTTP request with an optional JSON body (an object, or text sent as is); the answer parsed when
+ * it is JSON. Returns { status, headers, body }.
+ */
+export async function send (base, method, path, json, headers = {}) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { ...(json === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: json === undefined || typeof json === 'string' ? json : JSON.stringify(json)
+  })
   const text = await res.text()
   let body = text
   try { body = JSON.parse(text) } catch {}
   return { status: res.status, headers: res.headers, body }
 }
+
+/** GET and parse; returns { status, headers, body }. */
+export const get = (base, path, headers) => send(base, 'GET', path, undefined, headers)
 
 /** The value of one series of a Prometheus text exposition (0 when absent). */
 export function metric (text, name, labels = {}) {

@@ -1,69 +1,54 @@
 // A deterministic generator of menus.csv at any scale: a third of the menus are links, the rest
-// 10–19 dishes over 11 dish types × 11 subtypes. Rows are built as strings in batches and written
-// with backpressure, so memory is constant whatever the count.
-import { createWriteStream } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
-import { once } from 'node:events'
-import { finished } from 'node:stream/promises'
-import { join } from 'node:path'
-
-// mulberry32: small, fast, and the same sequence for the same seed everywhere.
-function prng (seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+// 10–19 dishes over 11 dish types × 11 subtypes. Dishes come from a pool rendered once (every type ×
+// subtype pair is in it), so a menu costs a few random numbers and string joins: 10M menus are
+// ~12 GB of JSON, and rendering every dish anew would make the generator the slow part.
+//   node services/menu/src/cli.js generate --out DIR --menus N [--seed S]
+import { prng, createOutput } from '@suite/kit/etl'
 
 export const DISH_TYPES = ['Appetizers', 'Soups', 'Salads', 'Entrees', 'Sides', 'Desserts', 'Drinks', 'Brunch', 'Specials', 'Kids', 'Late Night']
 export const SUB_TYPES = ['Vegan', 'Vegetarian', 'Gluten Free', 'Seafood', 'Poultry', 'Beef', 'Pork', 'Spicy', 'Classic', 'Seasonal', 'Chef\'s Choice']
 const ADJECTIVES = ['Smoked', 'Grilled', 'Crispy', 'Roasted', 'Braised', 'Fresh', 'Spicy', 'Glazed', 'Seared', 'Stuffed', 'Pickled', 'Charred']
 const NOUNS = ['Tofu', 'Salmon', 'Chicken', 'Short Rib', 'Pork Belly', 'Mushrooms', 'Cauliflower', 'Shrimp', 'Duck', 'Eggplant', 'Lamb', 'Squash']
 const INGREDIENTS = ['garlic', 'basil', 'lemon', 'chili', 'ginger', 'scallion', 'miso', 'butter', 'thyme', 'sesame', 'honey', 'cilantro', 'lime', 'parmesan']
-
-// The dish objects are written as JSON text directly (no JSON.stringify of objects: 10M menus),
-// already CSV-quoted: every `"` of the JSON doubled. No generated string contains `"` or `\`.
-const Q = '""'
-const quoted = (s) => `${Q}${s}${Q}`
+const POOL_PER_PAIR = 24 // distinct dishes per (dishType, subType): 2,904 in the pool
+const FILE = 'menus.csv'
 
 /** Writes menus.csv and manifest.json into `out`; resolves to the manifest. */
 export async function generate ({ out, menus, seed = 1 }) {
-  await mkdir(out, { recursive: true })
   const rand = prng(seed)
   const int = (n) => Math.floor(rand() * n)
-  const file = createWriteStream(join(out, 'menus.csv'), { highWaterMark: 1 << 20 })
-  file.write('id,dishes,link\n')
-  const stats = { links: 0, dishes: 0 }
-  let chunk = ''
+  // Each dish as JSON already quoted for a CSV field (every `"` doubled); no word holds `"` or `\`.
+  const pool = []
+  for (let i = 0; i < DISH_TYPES.length * SUB_TYPES.length * POOL_PER_PAIR; i++) {
+    const dish = {
+      dishType: DISH_TYPES[i % DISH_TYPES.length],
+      subType: SUB_TYPES[Math.floor(i / DISH_TYPES.length) % SUB_TYPES.length],
+      dish: `${ADJECTIVES[int(ADJECTIVES.length)]} ${NOUNS[int(NOUNS.length)]}`,
+      price: Math.round(100 + rand() * 5900) / 100, // a JSON number of dollars, e.g. 12.5
+      ingredients: `${INGREDIENTS[int(INGREDIENTS.length)]}, ${INGREDIENTS[int(INGREDIENTS.length)]}`
+    }
+    pool.push(JSON.stringify(dish).replaceAll('"', '""'))
+  }
+
+  const output = await createOutput(out, { [FILE]: 'id,dishes,link' })
+  let links = 0
+  let dishes = 0
   for (let id = 1; id <= menus; id++) {
     if (rand() < 1 / 3) {
-      stats.links++
-      chunk += `${id},,https://menus.example/r/${id}\n`
+      links++
+      output.row(FILE, `${id},,https://menus.example/r/${id}`)
     } else {
       const n = 10 + int(10)
-      stats.dishes += n
-      let json = ''
-      for (let i = 0; i < n; i++) {
-        const price = (1 + int(6000) / 100).toFixed(2).replace(/\.?0+$/, '') // a JSON number, e.g. 12.5
-        json += `${i ? ',' : ''}{${Q}dishType${Q}:${quoted(DISH_TYPES[int(11)])},${Q}subType${Q}:${quoted(SUB_TYPES[int(11)])},` +
-          `${Q}dish${Q}:${quoted(`${ADJECTIVES[int(12)]} ${NOUNS[int(12)]}`)},${Q}price${Q}:${price},` +
-          `${Q}ingredients${Q}:${quoted(`${INGREDIENTS[int(14)]}, ${INGREDIENTS[int(14)]}`)}}`
-      }
-      chunk += `${id},"[${json}]",\n`
+      dishes += n
+      let json = pool[int(pool.length)]
+      for (let i = 1; i < n; i++) json += ',' + pool[int(pool.length)]
+      output.row(FILE, `${id},"[${json}]",`)
     }
-    if (chunk.length > 1 << 20) {
-      const ok = file.write(chunk)
-      chunk = ''
-      if (!ok) await once(file, 'drain')
-    }
+    // Rows the loader must reject, at fixed places so that small sets have them too.
+    if (id === 7) { output.row(FILE, '7000000000,,https://menus.example/r/out-of-range'); output.expect(FILE, 'invalid_id') }
+    if (id === 8) { output.row(FILE, `${menus + 1},"[{""dishType"":""Soups""",`); output.expect(FILE, 'invalid_dishes') }
+    if (id === 9) { output.row(FILE, '9,,https://menus.example/r/9-again'); output.expect(FILE, 'duplicate_id') }
+    if (id % 2048 === 0) await output.flush()
   }
-  file.end(chunk)
-  await finished(file)
-  const manifest = { seed, files: { 'menus.csv': { rows: menus, links: stats.links, dishes: stats.dishes } } }
-  await writeFile(join(out, 'manifest.json'), JSON.stringify(manifest, null, 2))
-  return manifest
+  return output.close({ seed, menus, links, dishes })
 }

@@ -13,7 +13,10 @@ export default async function routes (app) {
   // Both GET routes serve the same document, so they share one cache key.
   const getMenu = async (request, reply) => {
     const { id } = request.params
-    const found = await reply.sendCached(key(id), () => queryDocument(pg, sql.menu, [id]), { version: (doc) => doc.version })
+    const found = await reply.sendCached(key(id), async () => {
+      const doc = await queryDocument(pg, sql.menu, [id])
+      return doc && { doc, version: doc.version }
+    }, { versioned: true })
     if (!found) throw httpError(404, `menu ${id} not found`)
     return reply
   }
@@ -29,7 +32,7 @@ export default async function routes (app) {
     const { rows: [row] } = await pg.query({ ...sql.putMenu, values: [request.params.id, dishes ? JSON.stringify(dishes) : null, link ?? null] })
     // Committed: invalidate before answering, so no reader anywhere gets the old menu afterwards.
     await app.cache.invalidate(key(row.json.id), row.json.version)
-    reply.code(row.created ? 201 : 200)
+    reply.code(row.created ? 201 : 200).header('etag', `"${row.json.version}"`)
     return row.json
   })
 }

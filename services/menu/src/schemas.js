@@ -1,5 +1,5 @@
 // JSON schemas of the menu routes: request validation, OpenAPI, and the response shapes tests check.
-import { errorResponses } from '@suite/kit'
+import { errorResponses, notModifiedResponse } from '@suite/kit'
 
 const INT4_MAX = 2147483647
 
@@ -38,10 +38,10 @@ export const menuDoc = {
 }
 
 export const getMenu = {
-  summary: 'A restaurant\'s menu: its dishes, or a link (then dishes is [])',
+  summary: 'A restaurant\'s menu: its dishes, or a link (then dishes is []); ETag, If-None-Match → 304',
   tags: ['menus'],
   params,
-  response: { 200: menuDoc, ...errorResponses }
+  response: { 200: menuDoc, 304: notModifiedResponse, ...errorResponses }
 }
 
 // Either a non-empty dishes array or a link, not both (oneOf would give vague errors, so the

@@ -1,5 +1,5 @@
 // One round trip per request; PostgreSQL builds the document. Prepared statements (`name`).
-// `version` rides along for the cache (sendCached's version option); the response schema drops it.
+// `version` rides along for the cache (sendCached's ETag and never-stale reads); the response schema drops it.
 const MENU = `json_build_object('id', id, 'dishes', coalesce(dishes, '[]'::jsonb), 'link', link, 'version', version)`
 
 export const menu = {

@@ -27,12 +27,14 @@ test('generate + load: counts, a third links, 10–19 dishes over 11 × 11 types
   try {
     await migrate(client, migrations)
     const summary = await load({ db: pgTarget(client), dir: work, rejectsFile: join(work, 'rejects.csv'), progress: false })
+    const want = manifest.files['menus.csv']
+    assert.equal(summary.files[0].read, want.rows)
     assert.equal(summary.files[0].loaded, MENUS)
-    assert.equal(summary.files[0].rejected, 0)
+    assert.deepEqual(summary.files[0].reasons, want.rejects) // invalid_id, invalid_dishes, duplicate_id: one each
     const { rows: [s] } = await client.query(`SELECT count(*)::int AS menus, count(link)::int AS links,
         min(jsonb_array_length(dishes))::int AS min, max(jsonb_array_length(dishes))::int AS max,
         sum(jsonb_array_length(dishes))::int AS dishes, min(id) AS first, max(id) AS last FROM menus`)
-    assert.deepEqual(s, { menus: MENUS, links: manifest.files['menus.csv'].links, min: 10, max: 19, dishes: manifest.files['menus.csv'].dishes, first: 1, last: MENUS })
+    assert.deepEqual(s, { menus: MENUS, links: manifest.links, min: 10, max: 19, dishes: manifest.dishes, first: 1, last: MENUS })
     assert.ok(Math.abs(s.links / MENUS - 1 / 3) < 0.03, `links ${s.links}`)
     const { rows: types } = await client.query(`SELECT DISTINCT d->>'dishType' AS t, d->>'subType' AS s FROM menus, jsonb_array_elements(dishes) d`)
     assert.deepEqual(new Set(types.map((r) => r.t)), new Set(DISH_TYPES))
@@ -44,7 +46,7 @@ test('generate + load: counts, a third links, 10–19 dishes over 11 × 11 types
 
     // Same seed, same file: deterministic.
     const again = await generate({ out: join(work, 'again'), menus: MENUS, seed: 1 })
-    assert.deepEqual(again.files, manifest.files)
+    assert.deepEqual(again, manifest)
 
     const svc = await startMenu({ DATABASE_URL: url })
     try {

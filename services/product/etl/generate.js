@@ -1,29 +1,10 @@
 // A deterministic generator of Atelier-shaped CSVs at any scale, with the real data set's quirks.
 // Full scale (--products 1000011) is the size of the real set: ~1.96M styles, ~5.66M photos,
 // ~11.3M SKUs, ~2.2M features, ~4.5M related rows, ~2 GB.
-//   node services/product/etl/generate.js --out DIR --products N [--seed S]
+//   node services/product/src/cli.js generate --out DIR --products N [--seed S]
 // manifest.json lists, per file, the rows written and exactly how many the loader must reject by
 // reason (and repair by kind), so a test can hold the loader to it.
-import { createWriteStream } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
-import { once } from 'node:events'
-import { finished } from 'node:stream/promises'
-import { join } from 'node:path'
-import { parseArgs } from 'node:util'
-import { pathToFileURL } from 'node:url'
-import { IdSet } from '@suite/kit/etl'
-
-// mulberry32: small, fast, and the same sequence for the same seed everywhere.
-function prng (seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { IdSet, prng, createOutput } from '@suite/kit/etl'
 
 const ADJECTIVES = ['Camo', 'Bright', 'Classic', 'Slim', 'Heritage', 'Morning', 'Urban', 'Alpine', 'Coastal', 'Vintage', 'Sleek', 'Rugged']
 const NOUNS = ['Onesie', 'Jacket', 'Sneakers', 'Joggers', 'Hat', 'Sunglasses', 'Backpack', 'Scarf', 'Boots', 'Hoodie', 'Shorts', 'Blazer']
@@ -41,7 +22,6 @@ const FEATURES_PER_PRODUCT = [0.10, 0.20, 0.30, 0.25, 0.15]
 
 /** Writes the six CSVs and manifest.json into `out`; resolves to the manifest. */
 export async function generate ({ out, products, seed = 1 }) {
-  await mkdir(out, { recursive: true })
   const rand = prng(seed)
   const int = (n) => Math.floor(rand() * n)
   // Each quirk also appears once at a fixed product index (11 to 19), so small sets have them all.
@@ -53,36 +33,15 @@ export async function generate ({ out, products, seed = 1 }) {
     return weights.length - 1
   }
 
-  const manifest = { seed, products, files: {} }
-  const files = {}
-  for (const [name, header] of Object.entries({
+  const output = await createOutput(out, {
     'product.csv': 'id,name,slogan,description,category,default_price',
     'styles.csv': 'id,productId,name,sale_price,original_price,default_style',
     'photos.csv': 'id,styleId,url,thumbnail_url',
     'skus.csv': 'id,styleId,size,quantity',
     'features.csv': 'id,product_id,feature,value',
     'related.csv': 'id,current_product_id,related_product_id'
-  })) {
-    const stream = createWriteStream(join(out, name))
-    files[name] = { stream, buffer: header + '\n' }
-    manifest.files[name] = { rows: 0, rejects: {}, fixes: {} }
-  }
-  const row = (file, line) => {
-    files[file].buffer += line + '\n'
-    manifest.files[file].rows++
-  }
-  const expect = (file, reason, kind = 'rejects') => {
-    const m = manifest.files[file][kind]
-    m[reason] = (m[reason] ?? 0) + 1
-  }
-  const flush = async () => {
-    for (const f of Object.values(files)) {
-      if (f.buffer.length < 1 << 20) continue
-      const more = f.stream.write(f.buffer)
-      f.buffer = ''
-      if (!more) await once(f.stream, 'drain')
-    }
-  }
+  })
+  const { row, expect, flush } = output
   const quote = (s) => `"${s.replaceAll('"', '""')}"`
   const price = (n) => (chance(0.5) ? String(n) : `${n}.00`)
   const url = (w) => `https://images.unsplash.com/photo-${1500000000000 + int(99999999999)}-${int(0xffffffff).toString(16).padStart(8, '0')}${int(0xffff).toString(16)}?ixlib=rb-1.2.1&ixid=eyJhcHBfaWQiOjEyMDd9&auto=format&fit=crop&w=${w}&q=80`
@@ -164,20 +123,5 @@ export async function generate ({ out, products, seed = 1 }) {
     if (relatedId % 10000 === 0) await flush()
   }
 
-  for (const f of Object.values(files)) {
-    f.stream.end(f.buffer)
-    await finished(f.stream)
-  }
-  await writeFile(join(out, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n')
-  return manifest
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({ options: { out: { type: 'string' }, products: { type: 'string', default: '1000011' }, seed: { type: 'string', default: '1' } } })
-  if (!values.out) {
-    console.error('usage: generate.js --out DIR [--products N] [--seed S]')
-    process.exit(2)
-  }
-  const m = await generate({ out: values.out, products: Number(values.products), seed: Number(values.seed) })
-  for (const [file, f] of Object.entries(m.files)) console.log(`${file.padEnd(14)} ${f.rows.toLocaleString('en-US').padStart(12)} rows`)
+  return output.close({ seed, products })
 }

@@ -1,10 +1,8 @@
 // A small catalogue with every shape the Atelier API has, in a fresh database, and the service on it.
 import { fileURLToPath } from 'node:url'
-import pg from 'pg'
-import { migrate } from '@suite/kit'
 import { startService } from '@suite/kit/testing'
+import { migratedDatabase } from '@suite/kit/testing/env'
 export { get, metric } from '@suite/kit/testing'
-import { createDatabase } from '@suite/kit/testing/env'
 
 export const entry = fileURLToPath(new URL('../src/cli.js', import.meta.url))
 export const migrations = fileURLToPath(new URL('../migrations/', import.meta.url))
@@ -34,18 +32,9 @@ INSERT INTO related (id, product_id, related_product_id) VALUES (1, 1, 2), (2, 1
 `
 
 /** A migrated database holding the fixture catalogue; returns its URL. */
-export async function catalogueDatabase () {
-  const url = await createDatabase('product')
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    await migrate(client, migrations)
-    // Multi-statement text cannot take parameters: the tricky name goes in as a literal.
-    await client.query(SEED_SQL.replace('$1', client.escapeLiteral(TRICKY_NAME)))
-  } finally {
-    await client.end()
-  }
-  return url
+export function catalogueDatabase () {
+  // Multi-statement text cannot take parameters: the tricky name goes in as a literal.
+  return migratedDatabase('product', migrations, (client) => client.query(SEED_SQL.replace('$1', client.escapeLiteral(TRICKY_NAME))))
 }
 
 export function startProduct (env) {

@@ -9,6 +9,7 @@ export const tables = [
       id: 'id', name: 'text', address: 'text', phone: 'text', picture: 'text', cuisine: 'text',
       price_range: 'count', stars: 'price', quality: 'count', delivery: 'count', accuracy: 'count'
     },
-    primaryKey: 'id'
+    primaryKey: 'id',
+    sequence: 'restaurants_id_seq' // POST takes ids from it: past every loaded one
   }
 ]

@@ -1,7 +1,7 @@
 -- Restaurant profiles. `version` is bumped by every write: it is the cache version and the ETag.
 -- The id default is a free-standing sequence, not an identity column or an OWNED BY sequence: the kit's
 -- loader builds a copy with LIKE … INCLUDING DEFAULTS and drops the old table, which would lose an
--- identity and drop an owned sequence. The load wrapper (etl/index.js) moves it past the highest id.
+-- identity and drop an owned sequence. The loader moves it past the highest loaded id (etl/tables.js).
 CREATE SEQUENCE IF NOT EXISTS restaurants_id_seq AS integer;
 
 CREATE TABLE IF NOT EXISTS restaurants (

@@ -1,6 +1,6 @@
 // JSON Schemas of the profile routes: they validate input (400 naming the field) and decide what
 // is serialized — `version` is never in a body, it travels as the ETag.
-import { errorResponses, errorResponse } from '@suite/kit'
+import { errorResponses, errorResponse, notModifiedResponse } from '@suite/kit'
 
 // price_range is an integer 1–4, the number of "$" signs ("$" … "$$$$").
 const fields = {
@@ -65,8 +65,8 @@ export const create = {
   response: { 201: restaurant, ...errorResponses }
 }
 export const read = {
-  tags, summary: 'a restaurant profile (ETag)', params,
-  response: { 200: restaurant, ...errorResponses }
+  tags, summary: 'a restaurant profile (ETag; If-None-Match → 304)', params,
+  response: { 200: restaurant, 304: notModifiedResponse, ...errorResponses }
 }
 export const replace = {
   tags, summary: 'replace a restaurant (every field)', params, headers: ifMatch, body: full,
@@ -82,5 +82,5 @@ export const remove = {
 }
 export const compat = {
   tags, summary: 'the original client\'s profile: [profile], or [] when unknown', params,
-  response: { 200: { type: 'array', maxItems: 1, items: compatItem }, ...errorResponses }
+  response: { 200: { type: 'array', maxItems: 1, items: compatItem }, 304: notModifiedResponse, ...errorResponses }
 }

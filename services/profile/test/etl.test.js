@@ -66,8 +66,12 @@ test('the CLI generates and loads (in its worker), then clears the cache', async
   const dir = join(work, 'cli')
   const url = await createDatabase('profile_cli')
   const env = { ...process.env, DATABASE_URL: url, REDIS_URL: `${redisUrl}/11`, LOG_LEVEL: 'warn' }
+  const bad = spawnSync(process.execPath, [entry, 'generate', '--out', dir, '--restaurants', 'many'], { env, encoding: 'utf8' })
+  assert.equal(bad.status, 2)
+  assert.equal(bad.stderr.trim(), 'profile generate: --restaurants must be a whole number (got "many")')
   const gen = spawnSync(process.execPath, [entry, 'generate', '--out', dir, '--restaurants', '1000'], { env, encoding: 'utf8' })
   assert.equal(gen.status, 0, gen.stderr)
+  assert.equal(spawnSync(process.execPath, [entry, 'load'], { env, encoding: 'utf8' }).stderr.trim(), 'profile load: --dir DIR is required')
   const loaded = spawnSync(process.execPath, [entry, 'load', '--dir', dir], { env, encoding: 'utf8' })
   assert.equal(loaded.status, 0, loaded.stderr + loaded.stdout)
   const client = new pg.Client({ connectionString: url })

@@ -3,13 +3,11 @@ import { fileURLToPath } from 'node:url'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
-import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
 import { startService } from '@suite/kit/testing'
-import { createDatabase } from '@suite/kit/testing/env'
+import { migratedDatabase } from '@suite/kit/testing/env'
 import { generate, load } from '../etl/index.js'
-export { get, metric } from '@suite/kit/testing'
+export { get, metric, send } from '@suite/kit/testing'
 
 export const entry = fileURLToPath(new URL('../src/cli.js', import.meta.url))
 export const migrations = fileURLToPath(new URL('../migrations/', import.meta.url))
@@ -31,40 +29,19 @@ export const body = (over = {}) => ({
 })
 
 /** A migrated database with `restaurants` generated rows loaded (0: empty); returns its URL. */
-export async function profileDatabase (restaurants = 50) {
-  const url = await createDatabase('profile')
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    await migrate(client, migrations)
-    if (restaurants > 0) {
-      const dir = await mkdtemp(join(tmpdir(), 'profile-'))
-      try {
-        await generate({ out: dir, restaurants, seed: 1 })
-        await load({ db: pgTarget(client), dir, progress: false })
-      } finally {
-        await rm(dir, { recursive: true, force: true })
-      }
+export function profileDatabase (restaurants = 50) {
+  return migratedDatabase('profile', migrations, async (client) => {
+    if (restaurants === 0) return
+    const dir = await mkdtemp(join(tmpdir(), 'profile-'))
+    try {
+      await generate({ out: dir, restaurants, seed: 1 })
+      await load({ db: pgTarget(client), dir, progress: false })
+    } finally {
+      await rm(dir, { recursive: true, force: true })
     }
-  } finally {
-    await client.end()
-  }
-  return url
+  })
 }
 
 export function startProfile (env) {
   return startService({ entry, env: { WORKERS: '1', ...env } })
-}
-
-/** fetch with a JSON body; returns { status, headers, body }. */
-export async function send (base, method, path, json, headers = {}) {
-  const res = await fetch(base + path, {
-    method,
-    headers: { ...(json === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    body: json === undefined ? undefined : JSON.stringify(json)
-  })
-  const text = await res.text()
-  let parsed = text
-  try { parsed = JSON.parse(text) } catch {}
-  return { status: res.status, headers: res.headers, body: parsed }
 }

@@ -28,7 +28,13 @@ const types = {
   count: (s) => (/^\d{1,10}$/.test(s) && +s <= INT4_MAX ? s : REJECT),
   price: (s) => (/^\d{1,10}(\.\d+)?$/.test(s) ? s : REJECT),
   bool: (s) => (s === '1' || s === 'true' ? 't' : s === '0' || s === 'false' ? 'f' : REJECT),
-  text: (s) => s
+  text: (s) => s,
+  // For a json/jsonb column: a row with broken JSON is rejected here, not the whole COPY there.
+  // (jsonb also refuses \u0000, which JSON.parse accepts.)
+  json: (s) => (isJson(s) && !s.includes('\\u0000') ? s : REJECT)
+}
+function isJson (s) {
+  try { JSON.parse(s); return true } catch { return false }
 }
 function converter (type) {
   const nullable = type.endsWith('?')
@@ -41,11 +47,13 @@ function converter (type) {
  * @typedef {object} TableSpec
  * @property {string} file        CSV file name in the folder
  * @property {string} table       live table (created by the migrations)
- * @property {Record<string,string>} columns  CSV column → type (id, count, price, bool, text; `?` nullable), in table order
+ * @property {Record<string,string>} columns  CSV column → type (id, count, price, bool, text, json; `?` nullable), in table order
  * @property {Record<string,string[]>} [aliases]  other header names of a column
  * @property {string} [primaryKey]  an `id` column that must be unique; other tables may reference it
  * @property {Record<string,string>} [references]  column → table whose primary keys must contain it
  * @property {string} [rank]      extra column filled with the dense 1-based rank of the primary key
+ * @property {string} [sequence]  the sequence behind the primary key's default: moved past the highest
+ *   loaded key in the swap, so that rows inserted later never collide with loaded ones
  * @property {(fields: string[], header: string[]) => string|null} [fix]  repairs a row whose field
  *   count is wrong (in place); returns the name of the fix, or null to reject the row
  */
@@ -77,7 +85,7 @@ export async function loadTables ({ db, dir, tables, rejectsFile, progress = pro
   for (const spec of tables) await buildIndexes(db, spec.table)
   phases.indexes = seconds(t0)
   t0 = Date.now()
-  await swap(db, tables.map((s) => s.table))
+  await swap(db, tables)
   phases.swap = seconds(t0)
   const summary = { files, tables: tables.map((s) => s.table), rejectsFile, seconds: seconds(started), phases }
   if (progress !== false) out.write(formatSummary(summary))
@@ -213,10 +221,10 @@ async function plainIndexes (db, table) {
 }
 
 // One short transaction: readers switch from the old tables to the new ones all at once.
-async function swap (db, tables) {
+async function swap (db, specs) {
   await db.query('BEGIN')
   try {
-    for (const table of tables) {
+    for (const { table, sequence, primaryKey } of specs) {
       const { rows: constraints } = await db.query(
         "SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype IN ('p', 'u')", [table])
       const indexes = await plainIndexes(db, table)
@@ -224,6 +232,9 @@ async function swap (db, tables) {
       await db.query(`ALTER TABLE ${table}_load RENAME TO ${table}`)
       for (const c of constraints) await db.query(`ALTER TABLE ${table} RENAME CONSTRAINT ${c.conname}_load TO ${c.conname}`)
       for (const i of indexes) await db.query(`ALTER INDEX ${i.name}_load RENAME TO ${i.name}`)
+      if (sequence) {
+        await db.query(`SELECT setval($1::regclass, coalesce(max(${primaryKey}), 1), max(${primaryKey}) IS NOT NULL) FROM ${table}`, [sequence])
+      }
     }
     await db.query('COMMIT')
   } catch (err) {
