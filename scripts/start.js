@@ -1,43 +1,28 @@
 // `npm start`: the suite on one machine with nothing installed but Node.
 // Without DATABASE_URL, PostgreSQL is PGlite (PostgreSQL compiled to WebAssembly) in this process,
 // served on a loopback port by its wire-protocol server, so each service runs its ordinary `pg`
-// code. Without REDIS_URL each worker caches in memory. A small generated catalogue is loaded
-// when the database has none. Set DATABASE_URL / REDIS_URL to use real servers instead.
+// code. Without REDIS_URL each worker caches in memory. Small generated data sets (products,
+// restaurants, menus) are loaded into empty tables. Set DATABASE_URL / REDIS_URL to use real servers instead.
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget, pgliteTarget } from '@suite/kit/etl'
-import * as product from '../services/product/etl/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const PORT = Number(process.env.PORT ?? 3000) // product; then profile +1, menu +2, flows +3
-const SAMPLE_PRODUCTS = Number(process.env.SAMPLE_PRODUCTS ?? 2000)
+const SAMPLE_SIZE = Number(process.env.SAMPLE_SIZE ?? 2000) // products, restaurants and menus generated
 const log = (m) => console.log(`suite: ${m}`)
 
+// Each service: its port, and for those with a data set the table that tells whether it is empty
+// and the generator's size option.
 const services = [
-  {
-    name: 'product',
-    port: PORT,
-    cli: `${root}services/product/src/cli.js`,
-    migrations: `${root}services/product/migrations`,
-    isEmpty: async (db) => (await db.query('SELECT NOT EXISTS (SELECT 1 FROM products) AS empty')).rows[0].empty,
-    async seed (target) {
-      const dir = `${root}.data/sample-${SAMPLE_PRODUCTS}`
-      if (!existsSync(`${dir}/manifest.json`)) await product.generate({ out: dir, products: SAMPLE_PRODUCTS, seed: 1 })
-      await product.load({ db: target, dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
-    },
-    urls: (base) => [`${base}/products`, `${base}/products/1`, `${base}/products/1/styles`, `${base}/products/1/related`]
-  },
-  {
-    name: 'flows',
-    port: PORT + 3,
-    cli: `${root}services/flows/src/cli.js`,
-    migrations: `${root}services/flows/migrations`,
-    urls: (base) => [`${base}/flows?hour=1`]
-  }
-]
+  { name: 'product', port: PORT, table: 'products', count: 'products', urls: ['/products', '/products/1', '/products/1/styles', '/products/1/related'] },
+  { name: 'profile', port: PORT + 1, table: 'restaurants', count: 'restaurants', urls: ['/restaurants/1', '/restaurants/1/profile'] },
+  { name: 'menu', port: PORT + 2, table: 'menus', count: 'menus', urls: ['/restaurants/2/menu', '/menu/2'] },
+  { name: 'flows', port: PORT + 3, urls: ['/flows?hour=1'] }
+].map((s) => ({ ...s, dir: `${root}services/${s.name}` }))
 
 let databaseUrl = process.env.DATABASE_URL
 let embedded
@@ -55,22 +40,27 @@ if (!databaseUrl) {
 const client = new pg.Client({ connectionString: databaseUrl })
 await client.connect()
 for (const s of services) {
-  await migrate(client, s.migrations)
-  if (s.seed && await s.isEmpty(client)) {
-    log(`${s.name}: loading a generated sample`)
-    // PGlite's wire protocol has no COPY FROM STDIN; the loader copies into it in process instead.
-    await s.seed(embedded ? pgliteTarget(embedded.db) : pgTarget(client))
-  }
+  await migrate(client, `${s.dir}/migrations`)
+  if (!s.table) continue
+  const { rows: [{ empty }] } = await client.query(`SELECT NOT EXISTS (SELECT 1 FROM ${s.table}) AS empty`)
+  if (!empty) continue
+  log(`${s.name}: loading a generated sample (${SAMPLE_SIZE} ${s.count})`)
+  const etl = await import(`${s.dir}/etl/index.js`)
+  const dir = `${root}.data/sample-${s.name}-${SAMPLE_SIZE}`
+  if (!existsSync(`${dir}/manifest.json`)) await etl.generate({ out: dir, [s.count]: SAMPLE_SIZE, seed: 1 })
+  // PGlite's wire protocol has no COPY FROM STDIN; the loader copies into it in process instead.
+  await etl.load({ db: embedded ? pgliteTarget(embedded.db) : pgTarget(client), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
 }
 await client.end()
 
 const env = {
   ...process.env,
   DATABASE_URL: databaseUrl,
-  // PGlite is one session behind a multiplexer: prepared statement names would collide.
-  ...(embedded && { PG_PREPARED_STATEMENTS: 'false', WORKERS: process.env.WORKERS ?? '2' })
+  // PGlite is one session behind a multiplexer: prepared statement names would collide, and its
+  // connection limit is shared by 4 services × WORKERS pools.
+  ...(embedded && { PG_PREPARED_STATEMENTS: 'false', WORKERS: process.env.WORKERS ?? '2', PG_POOL_MAX: process.env.PG_POOL_MAX ?? '4' })
 }
-const children = services.map((s) => spawn(process.execPath, [s.cli, 'serve'], {
+const children = services.map((s) => spawn(process.execPath, [`${s.dir}/src/cli.js`, 'serve'], {
   env: { ...env, PORT: String(s.port) },
   stdio: 'inherit',
   detached: true // Ctrl-C reaches this process only; it stops the services once, in order
@@ -79,7 +69,7 @@ const children = services.map((s) => spawn(process.execPath, [s.cli, 'serve'], {
 await Promise.all(services.map((s) => waitReady(`http://127.0.0.1:${s.port}`)))
 for (const s of services) {
   const base = `http://localhost:${s.port}`
-  log(`${s.name} ready: ${s.urls(base).join('  ')}`)
+  log(`${s.name} ready: ${s.urls.map((u) => base + u).join('  ')}`)
   log(`${s.name} docs: ${base}/docs  metrics: ${base}/metrics`)
 }
 log(`cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)

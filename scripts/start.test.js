@@ -1,4 +1,4 @@
-// The quick start works: `npm start` with no database or cache server serves the sample catalogue.
+// The quick start works: `npm start` with no database or cache server serves every service's sample.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -6,10 +6,10 @@ import { fileURLToPath } from 'node:url'
 import { freePort, get } from '@suite/kit/testing'
 
 test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async () => {
-  const port = await freePort() // and port + 3 for flows: free in practice on a test machine
+  const port = await freePort() // and the next 3 ports for profile, menu, flows: free in practice on a test machine
   const { DATABASE_URL, REDIS_URL, ...env } = process.env // the embedded default: no servers given
   const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
-    env: { ...env, PORT: String(port), SAMPLE_PRODUCTS: '300', LOG_LEVEL: 'warn' },
+    env: { ...env, PORT: String(port), SAMPLE_SIZE: '300', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
@@ -31,6 +31,14 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async 
       assert.equal((await get(base, path)).status, 200, path)
     }
     assert.equal((await get(base, '/readyz')).body.cache, 'memory')
+    const profile = `http://127.0.0.1:${port + 1}`
+    assert.equal((await get(profile, '/restaurants/1')).body.id, 1)
+    assert.equal((await get(profile, '/restaurants/1/profile')).body.length, 1)
+    const menu = `http://127.0.0.1:${port + 2}`
+    const m = await get(menu, '/menu/2')
+    assert.equal(m.status, 200)
+    assert.equal(m.body.id, 2)
+    assert.deepEqual((await get(menu, '/restaurants/2/menu')).body, m.body)
     // flows, on the next ports: a write, then the total
     const flows = `http://127.0.0.1:${port + 3}`
     const post = await fetch(`${flows}/flows`, {
