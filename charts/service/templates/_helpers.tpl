@@ -1,0 +1,197 @@
+{{/*
+Names. With the umbrella's aliases `.Chart.Name` is the alias, so the name is the service's name.
+*/}}
+{{- define "service.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Full name: `<release>-<name>`, or the release name alone when it already contains the name.
+The umbrella calls this too (with a small context of Chart.Name, Values, Release) to name backends.
+*/}}
+{{- define "service.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "service.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Labels. The selector is name + instance + component, so the Job and test pods of a service (other
+components) are never endpoints of its Service nor counted by its HPA, PDB or NetworkPolicy.
+*/}}
+{{- define "service.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "service.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "service.serverSelectorLabels" -}}
+{{ include "service.selectorLabels" . }}
+app.kubernetes.io/component: server
+{{- end -}}
+
+{{- define "service.labels" -}}
+helm.sh/chart: {{ include "service.chart" . }}
+{{ include "service.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: suite
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "service.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "service.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Image: [registry/]repository[:tag][@digest]; repository defaults to suite-<name>.
+*/}}
+{{- define "service.image" -}}
+{{- $registry := default .Values.image.registry .Values.global.imageRegistry -}}
+{{- $repository := default (printf "suite-%s" (include "service.name" .)) .Values.image.repository -}}
+{{- $ref := ternary (printf "%s/%s" $registry $repository) $repository (ne $registry "") -}}
+{{- $ref = printf "%s:%s" $ref (default .Chart.AppVersion .Values.image.tag) -}}
+{{- if .Values.image.digest -}}
+{{- $ref = printf "%s@%s" $ref .Values.image.digest -}}
+{{- end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/*
+Bitnami's name of a bundled dependency: `<release>-<chart>`, or the release name when it contains
+the chart's name (common.names.dependency.fullname without overrides).
+*/}}
+{{- define "service.dependencyFullname" -}}
+{{- if contains .chart .context.Release.Name -}}
+{{- .context.Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .context.Release.Name .chart | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+PostgreSQL: the external one when global.externalDatabase.host is set, else the bundled Bitnami chart
+(service and Secret `<release>-postgresql`, user and database from Bitnami's global.postgresql.auth).
+Result: a dict with host, port, user, database, options, secret, key (secret empty: no password).
+*/}}
+{{- define "service.database" -}}
+{{- $ext := .Values.global.externalDatabase | default dict -}}
+{{- if $ext.host -}}
+{{- dict "host" $ext.host "port" $ext.port "user" $ext.user "database" $ext.database "options" ($ext.options | default "") "secret" ($ext.existingSecret | default "") "key" $ext.existingSecretPasswordKey "external" true | toJson -}}
+{{- else -}}
+{{- $auth := dig "postgresql" "auth" dict (.Values.global | merge dict) -}}
+{{- $name := include "service.dependencyFullname" (dict "chart" "postgresql" "context" .) -}}
+{{- dict "host" $name "port" 5432 "user" ($auth.username | default "suite") "database" ($auth.database | default "suite") "options" "" "secret" ($auth.existingSecret | default $name) "key" (dig "secretKeys" "userPasswordKey" "password" $auth) "external" false | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Redis: the external one when global.externalRedis.host is set, else the bundled Bitnami chart
+(service `<release>-redis-master`, Secret `<release>-redis`, key `redis-password`).
+*/}}
+{{- define "service.redis" -}}
+{{- $ext := .Values.global.externalRedis | default dict -}}
+{{- if $ext.host -}}
+{{- dict "host" $ext.host "port" $ext.port "tls" $ext.tls "secret" ($ext.existingSecret | default "") "key" $ext.existingSecretPasswordKey "external" true | toJson -}}
+{{- else -}}
+{{- $name := include "service.dependencyFullname" (dict "chart" "redis" "context" .) -}}
+{{- dict "host" (printf "%s-master" $name) "port" 6379 "tls" false "secret" $name "key" "redis-password" "external" false | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The environment every container of the service gets (server, migrate, seed). Passwords only ever
+come from a Secret (secretKeyRef); the URLs carry no password.
+*/}}
+{{- define "service.env" -}}
+{{- $db := include "service.database" . | fromJson -}}
+{{- $redis := include "service.redis" . | fromJson -}}
+- name: DATABASE_URL
+  value: {{ printf "postgres://%s@%s:%v/%s%s" $db.user $db.host $db.port $db.database (ternary (printf "?%s" $db.options) "" (ne $db.options "")) | quote }}
+{{- if $db.secret }}
+- name: DATABASE_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $db.secret }}
+      key: {{ $db.key }}
+{{- end }}
+- name: REDIS_URL
+  value: {{ printf "%s://%s:%v" (ternary "rediss" "redis" $redis.tls) $redis.host $redis.port | quote }}
+{{- if $redis.secret }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $redis.secret }}
+      key: {{ $redis.key }}
+{{- end }}
+- name: PORT
+  value: {{ .Values.containerPort | quote }}
+- name: WORKERS
+  value: {{ .Values.workers | quote }}
+- name: SHUTDOWN_DELAY_MS
+  value: {{ mul .Values.shutdown.delaySeconds 1000 | quote }}
+- name: SHUTDOWN_GRACE_MS
+  value: {{ mul .Values.shutdown.graceSeconds 1000 | quote }}
+{{- range $name, $value := .Values.config }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod-level settings shared by the Deployment, the Jobs and the test pods. */}}
+{{- define "service.podCommon" -}}
+automountServiceAccountToken: false
+enableServiceLinks: false
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The seconds Kubernetes waits after SIGTERM: the service's own delay and grace, plus a margin. */}}
+{{- define "service.terminationGracePeriodSeconds" -}}
+{{- add .Values.shutdown.delaySeconds .Values.shutdown.graceSeconds 5 -}}
+{{- end -}}
+
+{{/*
+Egress to PostgreSQL or Redis: the bundled chart's pods (Bitnami labels) or, for an external server,
+the given peers (all addresses when none are given), on the server's port only.
+*/}}
+{{- define "service.egressRule" -}}
+- ports:
+    - port: {{ .target.port }}
+      protocol: TCP
+  {{- if not .target.external }}
+  to:
+    - podSelector:
+        matchLabels:
+          app.kubernetes.io/name: {{ .chart }}
+          app.kubernetes.io/instance: {{ .context.Release.Name }}
+  {{- else if .peers }}
+  to:
+    {{- toYaml .peers | nindent 4 }}
+  {{- end }}
+{{- end -}}
