@@ -87,7 +87,8 @@ the chart's name (common.names.dependency.fullname without overrides).
 
 {{/*
 PostgreSQL: the external one when global.externalDatabase.host is set, else the bundled Bitnami chart
-(service and Secret `<release>-postgresql`, user and database from Bitnami's global.postgresql.auth).
+(service and Secret `<release>-postgresql`, user and database from Bitnami's global.postgresql.auth;
+the Bitnami chart's own globals come along empty, hence `default` rather than dig's fallback).
 Result: a dict with host, port, user, database, options, secret, key (secret empty: no password).
 */}}
 {{- define "service.database" -}}
@@ -97,7 +98,7 @@ Result: a dict with host, port, user, database, options, secret, key (secret emp
 {{- else -}}
 {{- $auth := dig "postgresql" "auth" dict (.Values.global | merge dict) -}}
 {{- $name := include "service.dependencyFullname" (dict "chart" "postgresql" "context" .) -}}
-{{- dict "host" $name "port" 5432 "user" ($auth.username | default "suite") "database" ($auth.database | default "suite") "options" "" "secret" ($auth.existingSecret | default $name) "key" (dig "secretKeys" "userPasswordKey" "password" $auth) "external" false | toJson -}}
+{{- dict "host" $name "port" 5432 "user" ($auth.username | default "suite") "database" ($auth.database | default "suite") "options" "" "secret" ($auth.existingSecret | default $name) "key" (dig "secretKeys" "userPasswordKey" "" $auth | default "password") "external" false | toJson -}}
 {{- end -}}
 {{- end -}}
 
