@@ -1,0 +1,71 @@
+{{- define "suite.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: suite
+{{- end -}}
+
+{{- define "suite.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The routed services: a list of {name, backend, port, routes} for each enabled service with routes.
+The backend is named by the service chart's own template, given the alias as its chart name.
+*/}}
+{{- define "suite.routedServices" -}}
+{{- $out := list -}}
+{{- range $name, $routes := .Values.routes -}}
+{{- $svc := index $.Values $name | default dict -}}
+{{- if and $routes $svc.enabled -}}
+{{- $backend := include "service.fullname" (dict "Chart" (dict "Name" $name) "Values" $svc "Release" $.Release) -}}
+{{- $out = append $out (dict "name" $name "backend" $backend "port" $svc.service.port "routes" $routes) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/*
+A route as an ingress-nginx regex (it puts `^` in front itself): PathPrefix matches whole segments.
+*/}}
+{{- define "suite.ingressPath" -}}
+{{- if eq .match "Exact" -}}
+{{- printf "%s$" .path -}}
+{{- else if eq .match "PathPrefix" -}}
+{{- printf "%s(/|$)" (trimSuffix "/" .path) -}}
+{{- else -}}
+{{- printf "%s$" .path -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Both bundled and external, or neither, is a mistake: say so before anything is installed.
+*/}}
+{{- define "suite.validate" -}}
+{{- $extDb := dig "externalDatabase" "host" "" (.Values.global | merge dict) -}}
+{{- $extRedis := dig "externalRedis" "host" "" (.Values.global | merge dict) -}}
+{{- if and .Values.postgresql.enabled $extDb -}}
+{{- fail "global.externalDatabase.host is set: turn the bundled PostgreSQL off (postgresql.enabled=false)" -}}
+{{- end -}}
+{{- if not (or .Values.postgresql.enabled $extDb) -}}
+{{- fail "no database: set global.externalDatabase.host, or postgresql.enabled=true" -}}
+{{- end -}}
+{{- if and .Values.redis.enabled $extRedis -}}
+{{- fail "global.externalRedis.host is set: turn the bundled Redis off (redis.enabled=false)" -}}
+{{- end -}}
+{{- if not (or .Values.redis.enabled $extRedis) -}}
+{{- fail "no Redis: set global.externalRedis.host, or redis.enabled=true" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "suite.requireApi" -}}
+{{- if not (.context.Capabilities.APIVersions.Has .api) -}}
+{{- fail (printf "%s needs the %s API, which this cluster does not serve: %s" .what .api .hint) -}}
+{{- end -}}
+{{- end -}}
