@@ -1,0 +1,78 @@
+// k8s/: the add-ons script (order, pinned versions, values files), and that the add-ons and the charts
+// agree: ServiceMonitor selection, dashboard sidecar labels, NetworkPolicy peers, the RPS metric, kind.
+import { test, before } from 'node:test'
+import assert from 'node:assert/strict'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { charts, parse, requireTools, root, run, selects } from './lib.js'
+
+before(requireTools)
+
+const k8s = join(root, 'k8s')
+const yaml = (file) => parse(readFileSync(file, 'utf8'))[0]
+const script = readFileSync(join(k8s, 'install-addons.sh'), 'utf8')
+// install <release> <chart> <version> <namespace>
+const installs = [...script.matchAll(/^\s*install (\S+) (\S+) (\S+) (\S+)$/gm)].map(([, release, chart, version, namespace]) => ({ release, chart, version, namespace }))
+const addon = (name) => installs.find((i) => i.release === name)
+const service = yaml(join(charts, 'service', 'values.yaml'))
+const suite = yaml(join(charts, 'suite', 'values.yaml'))
+
+test('install-addons.sh installs in order, each at a pinned version with its values file', () => {
+  assert.equal(run('bash', ['-n', join(k8s, 'install-addons.sh')]).code, 0)
+  assert.deepEqual(installs.map((i) => i.release), ['ingress-nginx', 'kube-prometheus-stack', 'k6-operator', 'metrics-server', 'prometheus-adapter'])
+  for (const i of installs) {
+    assert.match(i.version, /^\d+\.\d+\.\d+$/, `${i.release}: exact version`)
+    assert.ok(existsSync(join(k8s, `${i.release}.yaml`)), `k8s/${i.release}.yaml`)
+    yaml(join(k8s, `${i.release}.yaml`))
+  }
+  for (const overlay of ['ingress-nginx', 'metrics-server']) yaml(join(k8s, 'kind', `${overlay}.yaml`))
+})
+
+test('skaffold\'s add-on releases are the script\'s, at the same versions', () => {
+  const config = yaml(join(root, 'skaffold.yaml'))
+  const releases = config.profiles.flatMap((p) => (p.patches ?? []).map((x) => x.value)).filter((v) => v?.remoteChart)
+  assert.ok(releases.length >= 4)
+  for (const r of releases) {
+    const i = addon(r.name)
+    assert.ok(i, r.name)
+    assert.equal(`${r.version} ${r.namespace} ${r.remoteChart}`, `${i.version} ${i.namespace} ${i.chart.split('/')[1]}`, r.name)
+    assert.deepEqual(r.valuesFiles, [`k8s/${r.name}.yaml`])
+  }
+})
+
+test('Prometheus takes k6\'s remote writes and selects the charts\' ServiceMonitors; Grafana loads their dashboards', () => {
+  const kps = yaml(join(k8s, 'kube-prometheus-stack.yaml'))
+  const spec = kps.prometheus.prometheusSpec
+  assert.equal(spec.enableRemoteWriteReceiver, true)
+  assert.ok(selects(spec.serviceMonitorSelector.matchLabels, service.serviceMonitor.labels), 'serviceMonitorSelector matches charts/service serviceMonitor.labels')
+  assert.deepEqual(spec.serviceMonitorNamespaceSelector, {}, 'in every namespace')
+  const sidecar = kps.grafana.sidecar.dashboards
+  assert.deepEqual({ [sidecar.label]: sidecar.labelValue }, suite.dashboards.labels)
+  assert.equal(sidecar.folderAnnotation, suite.dashboards.folderAnnotation)
+  assert.equal(sidecar.searchNamespace, 'ALL')
+})
+
+test('the NetworkPolicy defaults name the add-ons where the script puts them', () => {
+  const np = service.networkPolicy
+  assert.equal(np.ingressController.namespace, addon('ingress-nginx').namespace)
+  assert.equal(np.prometheus.namespace, addon('kube-prometheus-stack').namespace)
+  assert.deepEqual(np.prometheus.podLabels, { 'app.kubernetes.io/name': 'prometheus' })
+  assert.deepEqual(np.loadTestRunners.podLabels, { app: 'k6', runner: 'true' }, 'k6-operator runner pod labels')
+})
+
+test('prometheus-adapter serves the metric the HPAs ask for, from the stack\'s Prometheus', () => {
+  const adapter = yaml(join(k8s, 'prometheus-adapter.yaml'))
+  assert.equal(adapter.prometheus.url, `http://${addon('kube-prometheus-stack').release}-prometheus.${addon('kube-prometheus-stack').namespace}.svc`)
+  assert.deepEqual(adapter.rules.custom.map((r) => r.name.as), [service.autoscaling.requestsPerSecond.metricName])
+  assert.match(adapter.rules.custom[0].seriesQuery, /^http_request_duration_seconds_count\{/)
+})
+
+test('kind: ports 80 and 443 reach the ingress controller\'s node; node images pinned', () => {
+  const kind = yaml(join(k8s, 'kind.yaml'))
+  const ingressNode = kind.nodes.find((n) => n.extraPortMappings)
+  assert.deepEqual(ingressNode.extraPortMappings.map((m) => [m.containerPort, m.hostPort]), [[80, 80], [443, 443]])
+  const overlay = yaml(join(k8s, 'kind', 'ingress-nginx.yaml'))
+  assert.ok(selects(overlay.controller.nodeSelector, ingressNode.labels), 'the controller lands on the mapped node')
+  assert.equal(overlay.controller.hostPort.enabled, true)
+  for (const n of kind.nodes) assert.match(n.image, /^kindest\/node:v1\.\d+\.\d+/)
+})

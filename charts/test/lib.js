@@ -1,0 +1,93 @@
+// Helpers of the chart tests: the tools, a renderable copy of the umbrella, helm template, kubeconform.
+// Offline, Helm cannot fetch the Bitnami charts (OCI) and refuses to render a chart whose listed
+// dependencies are missing, even disabled ones. So the umbrella is rendered from a temporary copy
+// whose Chart.yaml lists only the local charts (service ×4, loadtest): every template of ours renders
+// for real; what the copy lacks is the Bitnami charts' own objects, which kubeconform cannot check
+// offline anyway. bitnami.test.js renders the real thing once `helm dependency build` has fetched them.
+import { spawnSync } from 'node:child_process'
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const root = fileURLToPath(new URL('../..', import.meta.url))
+export const charts = join(root, 'charts')
+export const shared = join(root, '..', 'shared', 'k8s')
+export const K8S_VERSION = '1.34.4'
+export const SERVICES = ['product', 'profile', 'menu', 'flows']
+/** Every optional API the charts use, as a cluster with the add-ons would serve them. */
+export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'gateway.networking.k8s.io/v1/HTTPRoute', 'k6.io/v1alpha1/TestRun']
+
+/** Runs a program; throws with its output when it cannot be started. */
+export function run (cmd, args, { input, cwd = root } = {}) {
+  const r = spawnSync(cmd, args, { cwd, input, encoding: 'utf8', maxBuffer: 64 << 20 })
+  if (r.error) throw new Error(`${cmd}: ${r.error.code === 'ENOENT' ? 'not found on PATH (run scripts/tools.sh)' : r.error.message}`)
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+/** Fails loudly, never skips, when a tool or the offline schemas are missing. */
+export function requireTools () {
+  for (const [tool, args] of [['helm', ['version', '--short']], ['kubeconform', ['-v']], ['helm-unittest', ['--help']], ['yq', ['--version']]]) {
+    const r = run(tool, args)
+    if (r.code !== 0) throw new Error(`${tool} does not run: ${r.stderr}`)
+    if (tool === 'yq' && !/mikefarah/.test(r.stdout)) throw new Error(`yq on PATH is not mikefarah/yq v4: ${r.stdout}`)
+  }
+  const schemas = join(shared, 'schemas', `v${K8S_VERSION}-standalone-strict`)
+  if (!existsSync(schemas)) throw new Error(`offline Kubernetes schemas missing: ${schemas} (../shared/k8s beside the repo)`)
+}
+
+let umbrellaDir
+/** A renderable copy of charts/suite (see above), made once per test process. */
+export function umbrella () {
+  if (umbrellaDir) return umbrellaDir
+  const tmp = mkdtempSync(join(tmpdir(), 'suite-charts-'))
+  process.on('exit', () => rmSync(tmp, { recursive: true, force: true }))
+  const dir = join(tmp, 'suite')
+  // charts/suite/charts (what `helm dependency build` fetched) stays out: the local charts go in as folders.
+  cpSync(join(charts, 'suite'), dir, { recursive: true, filter: (src) => src !== join(charts, 'suite', 'charts') })
+  for (const local of ['service', 'loadtest']) {
+    if (!existsSync(join(charts, local, 'Chart.yaml'))) throw new Error(`charts/${local} is missing: charts/suite depends on it`)
+    // dereference: charts/loadtest/scripts is a link to loadtests/k6
+    cpSync(join(charts, local), join(dir, 'charts', local), { recursive: true, dereference: true })
+  }
+  const r = run('yq', ['-i', 'del(.dependencies[] | select(.repository | test("^oci://")))', join(dir, 'Chart.yaml')])
+  if (r.code !== 0) throw new Error(`yq: ${r.stderr}`)
+  umbrellaDir = dir
+  return dir
+}
+
+/** helm template of a chart; throws with helm's message when it fails. */
+export function template (chart, args = [], { apiVersions = API_VERSIONS } = {}) {
+  const r = run('helm', ['template', 'r', chart, '--namespace', 'suite', '--kube-version', K8S_VERSION, ...apiVersions.flatMap((a) => ['--api-versions', a]), ...args])
+  if (r.code !== 0) throw new Error(`helm template ${args.join(' ')}: ${r.stderr}`)
+  return r.stdout
+}
+
+/** The objects of a multi-document YAML stream. */
+export function parse (yaml) {
+  const r = run('yq', ['ea', '-o=json', '-I=0', '[.] | map(select(. != null))', '-'], { input: yaml })
+  if (r.code !== 0) throw new Error(`yq: ${r.stderr}`)
+  return JSON.parse(r.stdout)
+}
+
+/** kubeconform -strict against ../shared/k8s; returns the parsed summary. */
+export function kubeconform (yaml) {
+  const s = join(shared, 'schemas')
+  const r = run('kubeconform', ['-strict', '-summary', '-output', 'json', '-kubernetes-version', K8S_VERSION,
+    '-schema-location', `${s}/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
+    '-schema-location', `${s}/crds-strict/{{ .ResourceKind }}{{ .KindSuffix }}.json`, '-'], { input: yaml })
+  const out = JSON.parse(r.stdout)
+  return { code: r.code, ...out.summary, problems: (out.resources ?? []).filter((x) => x.status !== 'statusValid').map((x) => `${x.kind}/${x.name}: ${x.msg}`) }
+}
+
+/** The pod specs of an object (Deployment, StatefulSet, Job, CronJob, Pod), or none. */
+export function podSpec (o) {
+  if (o.kind === 'Pod') return o.spec
+  if (o.kind === 'CronJob') return o.spec.jobTemplate.spec.template.spec
+  return o.spec?.template?.spec
+}
+
+/** Does a label selector (matchLabels) select these labels? */
+export function selects (selector, labels = {}) {
+  return Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v)
+}

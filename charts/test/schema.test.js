@@ -1,0 +1,77 @@
+// values.schema.json: broken values are refused, unknown keys too; the service settings the chart
+// accepts are the kit's; every value is documented in values.yaml (## @param) and charts/README.md.
+import { test, before } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { baseSchema } from '../../services/kit/src/config.js'
+import { SERVICES, charts, parse, requireTools, template, umbrella } from './lib.js'
+
+before(requireTools)
+
+const BROKEN = {
+  'an unknown top-level key': ['--set', 'replicas=3'],
+  'an unknown key of a service': ['--set', 'product.replica=3'],
+  'WORKERS as a word': ['--set', 'menu.workers=two'],
+  'a setting the services do not have': ['--set', 'flows.config.LOG_LEVL=info'],
+  'a bad log level': ['--set', 'profile.config.LOG_LEVEL=loud'],
+  'a password in a plain env value': ['--set', 'product.extraEnv[0].name=DB_PASSWORD,product.extraEnv[0].value=hunter2'],
+  'a typo in the external database': ['--set', 'global.externalDatabase.hots=db.example.com'],
+  'an anchored route': ['--set', 'routes.flows[0].match=PathPrefix,routes.flows[0].path=/flows$'],
+  'an unknown route match': ['--set', 'routes.flows[0].match=Prefix,routes.flows[0].path=/flows'],
+  'a seed with an unknown generator option': ['--set', 'product.seed.scaleOption=rows'],
+  'an unknown ingress key': ['--set', 'ingress.hosts[0]=a.example.com']
+}
+
+for (const [what, args] of Object.entries(BROKEN)) {
+  test(`values.schema.json refuses ${what}`, () => {
+    assert.throws(() => template(umbrella(), args), /values don't meet the specifications of the schema/)
+  })
+}
+
+test('the schemas close every object of ours (unknown keys are errors)', () => {
+  const open = []
+  const walk = (s, path) => {
+    if (s.type === 'object' && s.properties && s.additionalProperties !== false) open.push(path)
+    for (const [k, v] of Object.entries(s.properties ?? {})) walk(v, `${path}.${k}`)
+  }
+  for (const chart of ['service', 'suite', 'loadtest']) {
+    const schema = JSON.parse(readFileSync(join(charts, chart, 'values.schema.json'), 'utf8'))
+    assert.equal(schema.additionalProperties, false, `${chart}: top level`)
+    if (chart !== 'loadtest') walk(schema, chart)
+  }
+  // Open on purpose: globals (shared with the Bitnami charts), and each subchart's section, which its own schema checks.
+  assert.deepEqual(open.sort(), ['service.global', 'suite.flows', 'suite.global', 'suite.global.postgresql', 'suite.global.postgresql.auth',
+    'suite.global.security', 'suite.loadtest', 'suite.menu', 'suite.postgresql', 'suite.product', 'suite.profile', 'suite.redis'])
+})
+
+test('config takes exactly the services\' settings that the chart does not set itself, with their types and bounds', async () => {
+  const owned = ['HOST', 'PORT', 'WORKERS', 'DATABASE_URL', 'DATABASE_PASSWORD', 'REDIS_URL', 'REDIS_PASSWORD', 'SHUTDOWN_DELAY_MS', 'SHUTDOWN_GRACE_MS']
+  const settings = { ...baseSchema.properties }
+  for (const s of SERVICES) Object.assign(settings, (await import(`../../services/${s}/src/service.js`)).default.config?.properties)
+  const schema = JSON.parse(readFileSync(join(charts, 'service', 'values.schema.json'), 'utf8')).properties.config.properties
+  const pick = ({ type, enum: e, minimum, maximum }) => JSON.stringify({ type, enum: e, minimum, maximum })
+  const expected = Object.fromEntries(Object.entries(settings).filter(([k]) => !owned.includes(k)).map(([k, v]) => [k, pick(v)]))
+  assert.deepEqual(Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, pick(v)])), expected)
+  for (const k of owned) assert.ok(k in settings, `${k} is still a setting of the services`)
+})
+
+// Each key of values.yaml is a `## @param` line (itself or an ancestor), and each @param is in the README.
+test('every value is documented in values.yaml and charts/README.md', () => {
+  const readme = readFileSync(join(charts, 'README.md'), 'utf8')
+  for (const chart of ['service', 'suite']) {
+    const text = readFileSync(join(charts, chart, 'values.yaml'), 'utf8')
+    const params = [...text.matchAll(/^\s*## @param (\S+)/gm)].map((m) => m[1])
+    const values = parse(text)[0]
+    const undocumented = []
+    const walk = (v, path) => {
+      if (params.some((p) => p === path || path.startsWith(`${p}.`))) return
+      if (v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length) {
+        for (const [k, x] of Object.entries(v)) walk(x, path ? `${path}.${k}` : k)
+      } else undocumented.push(path)
+    }
+    walk(values, '')
+    assert.deepEqual(undocumented, [], `${chart}/values.yaml: keys without ## @param`)
+    for (const p of params) assert.ok(readme.includes(`\`${p}\``), `charts/README.md does not document ${chart}'s \`${p}\``)
+  }
+})
