@@ -1,4 +1,5 @@
 // helm lint --strict on every chart and the helm-unittest suites (charts/*/tests/*_test.yaml).
+// charts/loadtest is linted here as a subchart of the umbrella; its own suites run in loadtests/test.
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
@@ -13,7 +14,6 @@ function lint (chart, args = []) {
 }
 
 test('helm lint --strict: the service chart', () => lint(join(charts, 'service')))
-test('helm lint --strict: the loadtest chart', () => lint(join(charts, 'loadtest')))
 test('helm lint --strict: the umbrella and its subcharts, with each values file', () => {
   const dir = umbrella()
   lint(dir, ['--with-subcharts'])
@@ -34,4 +34,3 @@ function unittest (chart) {
 
 test('helm-unittest: the service chart\'s policies', (t) => t.diagnostic(`${unittest(join(charts, 'service'))} unit tests`))
 test('helm-unittest: the umbrella\'s routing and checks', (t) => t.diagnostic(`${unittest(umbrella())} unit tests`))
-test('helm-unittest: the loadtest chart', (t) => t.diagnostic(`${unittest(join(charts, 'loadtest'))} unit tests`))
