@@ -196,3 +196,33 @@ the given peers (all addresses when none are given), on the server's port only.
     {{- toYaml .peers | nindent 4 }}
   {{- end }}
 {{- end -}}
+
+{{/* The migrate container: an init container of every pod, and the hook Job's container. */}}
+{{- define "service.migrateContainer" -}}
+- name: migrate
+  image: {{ include "service.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args: [migrate]
+  env:
+    {{- include "service.env" . | nindent 4 }}
+  resources:
+    {{- toYaml .Values.migrations.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml .Values.securityContext | nindent 4 }}
+{{- end -}}
+
+{{/* Where pods may run: the same for the Deployment and the Jobs. */}}
+{{- define "service.scheduling" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
