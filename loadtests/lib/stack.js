@@ -1,0 +1,67 @@
+// The services on real PostgreSQL and Redis, with generated data, for the matrix and the tests:
+// a migrated database per service loaded through the service's own generator and ETL, and any
+// number of instances of a service as real processes.
+import { fileURLToPath } from 'node:url'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { migrate } from '@suite/kit'
+import { pgTarget } from '@suite/kit/etl'
+import { createDatabase, startService } from '@suite/kit/testing'
+
+const root = fileURLToPath(new URL('../../', import.meta.url))
+export const SERVICE_NAMES = ['product', 'profile', 'menu', 'flows']
+// The generator's count option and the table whose ids the k6 scripts draw from.
+const DATA = { product: { count: 'products', table: 'products' }, profile: { count: 'restaurants', table: 'restaurants' }, menu: { count: 'menus', table: 'menus' } }
+
+export const cliOf = (service) => `${root}services/${service}/src/cli.js`
+
+/**
+ * A new database on the server of `adminUrl`, migrated, with `rows` generated rows loaded.
+ * Returns { url, env }: env tells the k6 scenario the ids that exist (<SERVICE>_IDS, PRODUCT_PRODUCTS).
+ */
+export async function prepareDatabase (service, { adminUrl, rows = 1000 }) {
+  const url = await createDatabase(adminUrl, `loadtest_${service}`)
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await migrate(client, `${root}services/${service}/migrations`)
+    const data = DATA[service]
+    if (!data) return { url, env: {} }
+    const dir = await mkdtemp(join(tmpdir(), `loadtest-${service}-`))
+    try {
+      const etl = await import(`${root}services/${service}/etl/index.js`)
+      await etl.generate({ out: dir, [data.count]: rows, seed: 1 })
+      await etl.load({ db: pgTarget(client), dir, progress: false })
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+    const { rows: [r] } = await client.query(`SELECT min(id) AS lo, max(id) AS hi, count(*) AS n FROM ${data.table}`)
+    const prefix = service.toUpperCase()
+    return { url, env: { [`${prefix}_IDS`]: `${r.lo}-${r.hi}`, ...(service === 'product' && { PRODUCT_PRODUCTS: String(r.n) }) } }
+  } finally {
+    await client.end()
+  }
+}
+
+/** `count` processes of `service` on `databaseUrl` sharing `redisUrl`, each with `workers` threads. */
+export function startInstances (service, { count = 1, workers = 1, databaseUrl, redisUrl, env = {} }) {
+  return Promise.all(Array.from({ length: count }, () => startService({
+    entry: cliOf(service),
+    args: ['serve'],
+    env: { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, WORKERS: String(workers), LOG_LEVEL: 'error', ...env }
+  })))
+}
+
+/** Requests a running instance has answered so far on its API routes (from its /metrics). */
+export async function requestsServed (url) {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  let sum = 0
+  for (const line of text.split('\n')) {
+    if (line.startsWith('http_request_duration_seconds_count{') && !/route="\/(metrics|healthz|readyz)"/.test(line)) {
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1))
+    }
+  }
+  return sum
+}
