@@ -1,0 +1,193 @@
+// The scale-out matrix, seed 003's method as a command: the same fixed amount of work (REQUESTS
+// requests of a scenario over VUS keep-alive connections, as fast as they go) timed in every cell of
+// instances × WORKERS × load balancer, each cell repeated, reported as mean ± stdev and as the ratio
+// to the 1 instance × 1 worker cell without a load balancer.
+//   node loadtests/matrix.js [--scenario product] [--instances 1,2] [--workers 1,2]
+//     [--lb none,round_robin,least_conn] [--repeat 5] [--requests 20000] [--vus 64] [--rows 10000]
+//     [--nginx-workers 1] [--database-url URL --redis-url URL] [--out DIR]
+// Load balancers: "none" — k6 sends straight to the instances, round robin from the client (with
+// one instance: the plain baseline); in a cluster this is a Service, whose kernel-level spreading
+// adds no hop. "round_robin" / "least_conn" — nginx in front of the instances (one more hop and
+// one more process on the same cores, as the seeds ran it). Every instance of every cell is
+// started before the first measurement and the repetitions go round the cells in turn, so a noisy
+// neighbour on a shared machine lands on all cells alike instead of on one.
+import { parseArgs } from 'node:util'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { join, relative } from 'node:path'
+import { pathToFileURL, fileURLToPath } from 'node:url'
+import { startPostgres, startRedis } from '@suite/kit/testing'
+import { prepareDatabase, startInstances, requestsServed } from './lib/stack.js'
+import { startNginx } from './lib/nginx.js'
+import { runK6, figures, scriptOf } from './lib/k6.js'
+import { barChart, svgDocument, fmt, COLORS } from './lib/svg.js'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+
+export const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
+export const stdev = (xs) => xs.length < 2 ? 0 : Math.sqrt(xs.reduce((s, x) => s + (x - mean(xs)) ** 2, 0) / (xs.length - 1))
+const label = (c) => `${c.instances}×${c.workers} ${c.lb}`
+
+export async function matrix ({
+  scenario = 'product', instances = [1, 2], workers = [1, 2], lbs = ['none', 'round_robin', 'least_conn'],
+  repeat = 5, requests = 20000, vus = 64, rows = 10000, nginxWorkers = 1, databaseUrl, redisUrl, out, log = () => {}
+}) {
+  await mkdir(out, { recursive: true })
+  const owned = []
+  const stops = []
+  try {
+    if (!databaseUrl) { const s = await startPostgres(); owned.push(s); databaseUrl = s.url }
+    if (!redisUrl) { const s = await startRedis(); owned.push(s); redisUrl = s.url }
+    log(`${scenario}: a database with ${rows} generated rows`)
+    const db = await prepareDatabase(scenario, { adminUrl: databaseUrl, rows })
+    const cells = []
+    for (const n of instances) {
+      for (const w of workers) {
+        log(`starting ${n} instance(s) × ${w} worker(s)`)
+        const procs = await startInstances(scenario, { count: n, workers: w, databaseUrl: db.url, redisUrl })
+        stops.push(...procs.map((p) => () => p.stop()))
+        for (const lb of lbs) {
+          let baseUrl = procs.map((p) => p.url).join(',')
+          if (lb !== 'none') {
+            const nginx = await startNginx({ upstreams: procs.map((p) => p.url), method: lb, workers: nginxWorkers })
+            stops.push(() => nginx.stop())
+            baseUrl = nginx.url
+          }
+          cells.push({ instances: n, workers: w, lb, baseUrl, procs, runs: [] })
+        }
+      }
+    }
+    const run = async (cell, iterations) => {
+      const before = await Promise.all(cell.procs.map((p) => requestsServed(p.url)))
+      const { summary } = await runK6({
+        script: scriptOf(scenario),
+        env: { ...db.env, EXECUTOR: 'iterations', ITERATIONS: String(iterations), VUS: String(vus), BASE_URL: cell.baseUrl }
+      })
+      const after = await Promise.all(cell.procs.map((p) => requestsServed(p.url)))
+      return { ...figures(summary), served: after.map((a, i) => a - before[i]) }
+    }
+    log(`warming up every cell (${Math.ceil(requests / 10)} requests each)`)
+    for (const cell of cells) await run(cell, Math.ceil(requests / 10))
+    for (let r = 0; r < repeat; r++) {
+      for (let i = 0; i < cells.length; i++) {
+        const cell = cells[(i + r) % cells.length] // a different cell goes first each round
+        const f = await run(cell, requests)
+        cell.runs.push(f)
+        log(`round ${r + 1}/${repeat} ${label(cell)}: ${fmt(f.rps)} RPS, p99 ${fmt(f.p99)} ms`)
+      }
+    }
+    const base = cells.find((c) => c.instances === instances[0] && c.workers === workers[0] && c.lb === lbs[0])
+    const baseRps = mean(base.runs.map((f) => f.rps))
+    const result = {
+      scenario, requests, vus, repeat, rows, nginxWorkers,
+      cells: cells.map((c) => {
+        const rps = c.runs.map((f) => f.rps)
+        const served = c.runs.reduce((acc, f) => acc.map((s, i) => s + f.served[i]), c.procs.map(() => 0))
+        const total = served.reduce((a, b) => a + b, 0) || 1
+        return {
+          instances: c.instances, workers: c.workers, lb: c.lb, rps, mean: mean(rps), stdev: stdev(rps), ratio: mean(rps) / baseRps,
+          seconds: mean(c.runs.map((f) => f.requests / f.rps)), p99: mean(c.runs.map((f) => f.p99)),
+          errors: c.runs.reduce((s, f) => s + Math.round(f.errorRate * f.requests), 0),
+          shares: served.map((s) => s / total)
+        }
+      })
+    }
+    result.answers = answers(result, { instances, workers, lbs })
+    await writeFile(join(out, 'matrix.json'), JSON.stringify(result, null, 2) + '\n')
+    await writeFile(join(out, 'matrix.md'), markdown(result))
+    await writeFile(join(out, 'matrix.svg'), plot(result))
+    return result
+  } finally {
+    await Promise.allSettled(stops.map((s) => s()))
+    await Promise.allSettled(owned.map((s) => s.stop()))
+  }
+}
+
+/**
+ * "Do threads, instances or a load balancer help?": each factor against its first level with the
+ * other factors held at theirs, and whether the difference is larger than the noise (the two
+ * means more than two standard errors apart; with one repetition there is no noise estimate).
+ */
+export function answers ({ cells, repeat }, { instances, workers, lbs }) {
+  const find = (i, w, lb) => cells.find((c) => c.instances === i && c.workers === w && c.lb === lb)
+  const compare = (question, a, b) => {
+    const se = Math.sqrt((a.stdev ** 2 + b.stdev ** 2) / repeat)
+    const diff = b.mean - a.mean
+    const verdict = repeat < 2 ? 'one repetition: no noise estimate' : Math.abs(diff) <= 2 * se ? 'no difference beyond the noise' : diff > 0 ? 'helps' : 'hurts'
+    return { question, ratio: b.mean / a.mean, verdict }
+  }
+  const out = []
+  for (const w of workers.slice(1)) out.push(compare(`WORKERS ${w} vs ${workers[0]} (${instances[0]} instance, ${lbs[0]})`, find(instances[0], workers[0], lbs[0]), find(instances[0], w, lbs[0])))
+  for (const n of instances.slice(1)) out.push(compare(`${n} instances vs ${instances[0]} (WORKERS ${workers[0]}, ${lbs[0]})`, find(instances[0], workers[0], lbs[0]), find(n, workers[0], lbs[0])))
+  for (const lb of lbs.slice(1)) {
+    for (const n of instances) out.push(compare(`${lb} vs ${lbs[0]} (${n} instance${n > 1 ? 's' : ''}, WORKERS ${workers[0]})`, find(n, workers[0], lbs[0]), find(n, workers[0], lb)))
+  }
+  return out
+}
+
+export function markdown ({ scenario, requests, vus, repeat, rows, cells, answers }) {
+  const pct = (x) => `${Math.round(x * 100)}`
+  const lines = [
+    `# Scale-out matrix: ${scenario}`,
+    '',
+    `${fmt(requests)} requests over ${vus} connections per run, ${repeat} run(s) per cell, ${fmt(rows)} rows of data; ` +
+      'load generator, PostgreSQL, Redis, nginx and the services share this machine\'s cores.',
+    '',
+    '| instances | WORKERS | load balancer | RPS mean ± stdev | ratio to 1×1 | time per run s | p99 ms | errors | requests per instance % |',
+    '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |'
+  ]
+  for (const c of cells) {
+    lines.push(`| ${c.instances} | ${c.workers} | ${c.lb} | ${fmt(c.mean)} ± ${fmt(c.stdev)} | ${c.ratio.toFixed(2)} | ${c.seconds.toFixed(2)} | ${fmt(c.p99)} | ${c.errors} | ${c.shares.map(pct).join(' / ')} |`)
+  }
+  lines.push('', '## Do threads, instances or a load balancer help?', '', '| comparison | ratio | verdict |', '| --- | ---: | --- |')
+  for (const a of answers) lines.push(`| ${a.question} | ${a.ratio.toFixed(2)} | ${a.verdict} |`)
+  lines.push('', '![matrix](matrix.svg)', '')
+  return lines.join('\n')
+}
+
+function plot ({ scenario, cells }) {
+  const lbs = [...new Set(cells.map((c) => c.lb))]
+  return svgDocument([barChart({
+    title: `${scenario}: RPS per cell (mean ± stdev; colour = load balancer)`,
+    yLabel: 'RPS',
+    bars: cells.map((c) => ({ label: `${c.instances} inst × ${c.workers} w, ${c.lb}`, value: c.mean, error: c.stdev, color: COLORS[lbs.indexOf(c.lb)] })),
+    hline: { y: cells[0].mean, label: '1×1 baseline' }
+  })])
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { values } = parseArgs({
+    options: {
+      scenario: { type: 'string', default: 'product' },
+      instances: { type: 'string', default: '1,2' },
+      workers: { type: 'string', default: '1,2' },
+      lb: { type: 'string', default: 'none,round_robin,least_conn' },
+      repeat: { type: 'string', default: '5' },
+      requests: { type: 'string', default: '20000' },
+      vus: { type: 'string', default: '64' },
+      rows: { type: 'string', default: '10000' },
+      'nginx-workers': { type: 'string', default: '1' },
+      'database-url': { type: 'string' },
+      'redis-url': { type: 'string' },
+      out: { type: 'string' }
+    }
+  })
+  const list = (s) => s.split(',').map(Number)
+  const out = values.out ?? join(here, 'results', `matrix-${values.scenario}-${new Date().toISOString().replace(/[:.]/g, '-')}`)
+  const result = await matrix({
+    scenario: values.scenario,
+    instances: list(values.instances),
+    workers: list(values.workers),
+    lbs: values.lb.split(','),
+    repeat: Number(values.repeat),
+    requests: Number(values.requests),
+    vus: Number(values.vus),
+    rows: Number(values.rows),
+    nginxWorkers: Number(values['nginx-workers']),
+    databaseUrl: values['database-url'],
+    redisUrl: values['redis-url'],
+    out,
+    log: (m) => process.stderr.write(`matrix: ${m}\n`)
+  })
+  console.log(markdown(result))
+  console.log(`written to ${relative(process.cwd(), out) || '.'}/ (matrix.md, matrix.svg, matrix.json)`)
+}
