@@ -12,8 +12,8 @@ import { createMetrics } from './metrics.js'
 import { migrate } from './migrate.js'
 import { runWorkers } from './workers.js'
 
-const LOAD_HEAP_MB = 128
-const LOAD_YOUNG_MB = 24
+const HEAP_MB = 128 // generate and load threads
+const YOUNG_MB = 24
 
 /**
  * @param {URL} serviceUrl  module whose default export is the service definition
@@ -88,8 +88,10 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
       for (const name of [count, 'seed']) {
         if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
       }
-      const { generate } = await import(etlModule)
-      const manifest = await generate({ out: values.out, [count]: Number(values[count]), seed: Number(values.seed) })
+      const manifest = await inCappedThread('generate-worker.js', {
+        etlModule: String(etlModule),
+        options: { out: values.out, [count]: Number(values[count]), seed: Number(values.seed) }
+      })
       for (const [file, f] of Object.entries(manifest.files)) {
         const planted = Object.values(f.rejects).reduce((a, b) => a + b, 0)
         log.info(`${file}: ${f.rows} rows, ${planted} of them planted for the loader to reject`)
@@ -99,10 +101,23 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
 }
 
 /**
- * The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`.
- * The load runs in a worker thread with a capped heap: parsing 2 GB makes garbage fast, and without
- * a cap V8 lets the heap grow far past what the work needs.
+ * Runs etl/<file> in a worker thread with a capped heap; resolves to the message it posts. Generating
+ * or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far past what the
+ * work needs: with it, memory stays flat whatever the data size (or the thread fails, loudly).
  */
+async function inCappedThread (file, workerData) {
+  const worker = new Worker(new URL(`./etl/${file}`, import.meta.url), {
+    workerData,
+    resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: YOUNG_MB }
+  })
+  let result
+  worker.on('message', (m) => { result = m })
+  const [code] = await once(worker, 'exit')
+  if (code !== 0) throw new Error(`${file} failed (worker exit ${code})`)
+  return result
+}
+
+/** The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`. */
 function loadCommand ({ etlModule, cachePrefix }) {
   return {
     summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE]',
@@ -110,20 +125,15 @@ function loadCommand ({ etlModule, cachePrefix }) {
     async run ({ dir, rejects }, ctx) {
       if (!dir) throw new UsageError('--dir DIR is required')
       await migrateCommand(ctx.service, ctx)
-      const worker = new Worker(new URL('./etl/load-worker.js', import.meta.url), {
-        workerData: {
-          etlModule: String(etlModule),
-          databaseUrl: ctx.config.DATABASE_URL,
-          databasePassword: ctx.config.DATABASE_PASSWORD,
-          applicationName: `${ctx.service.name}-load`,
-          dir,
-          rejectsFile: rejects ?? `${dir}/rejects.csv`,
-          progress: process.stderr.isTTY ? true : 'lines'
-        },
-        resourceLimits: { maxOldGenerationSizeMb: LOAD_HEAP_MB, maxYoungGenerationSizeMb: LOAD_YOUNG_MB }
+      await inCappedThread('load-worker.js', {
+        etlModule: String(etlModule),
+        databaseUrl: ctx.config.DATABASE_URL,
+        databasePassword: ctx.config.DATABASE_PASSWORD,
+        applicationName: `${ctx.service.name}-load`,
+        dir,
+        rejectsFile: rejects ?? `${dir}/rejects.csv`,
+        progress: process.stderr.isTTY ? true : 'lines'
       })
-      const [code] = await once(worker, 'exit')
-      if (code !== 0) throw new Error(`load failed (worker exit ${code})`)
       const cache = createCache({ config: ctx.config, metrics: createMetrics(), log: ctx.log })
       try {
         await cache.connected()
