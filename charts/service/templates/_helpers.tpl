@@ -202,7 +202,7 @@ the given peers (all addresses when none are given), on the server's port only.
 - name: migrate
   image: {{ include "service.image" . }}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
-  args: [migrate]
+  args: [migrate, --wait, {{ .Values.migrations.waitSeconds | quote }}]
   env:
     {{- include "service.env" . | nindent 4 }}
   resources:

@@ -6,7 +6,8 @@ import { loadConfig, ConfigError } from './config.js'
 import { createLogger } from './logger.js'
 import { Worker } from 'node:worker_threads'
 import { once } from 'node:events'
-import { createPool } from './pg.js'
+import { setTimeout } from 'node:timers/promises'
+import { createPool, isUnavailable } from './pg.js'
 import { createCache } from './cache.js'
 import { createMetrics } from './metrics.js'
 import { migrate } from './migrate.js'
@@ -25,7 +26,11 @@ export async function runCli (serviceUrl, commands = {}) {
   const service = (await import(serviceUrl)).default
   const all = {
     serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log) },
-    migrate: { summary: 'apply the SQL migrations (idempotent)', run: (v, ctx) => migrateCommand(service, ctx) },
+    migrate: {
+      summary: 'apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up]',
+      options: { wait: { type: 'string', default: '0' } },
+      run: (v, ctx) => migrateCommand(service, ctx, wholeNumber(v, 'wait'))
+    },
     ...commands
   }
   const [name = 'serve', ...rest] = process.argv.slice(2)
@@ -56,9 +61,29 @@ export async function runCli (serviceUrl, commands = {}) {
 /** A mistake in the command line: printed as one line, exit code 2. */
 class UsageError extends Error {}
 
-export async function migrateCommand (service, { config, log }) {
+function wholeNumber (values, name) {
+  if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
+  return Number(values[name])
+}
+
+/**
+ * Applies the migrations. `waitSeconds`: while PostgreSQL is unreachable, retry this long (a pod
+ * that starts with its database, as in a fresh `helm install`, migrates as soon as it answers).
+ */
+export async function migrateCommand (service, { config, log }, waitSeconds = 0) {
   const pool = createPool({ ...config, PG_POOL_MAX: 1 }, log, `${service.name}-migrate`)
   try {
+    const deadline = Date.now() + waitSeconds * 1000
+    for (let said = false; ; said = true) {
+      try {
+        await pool.query('SELECT 1')
+        break
+      } catch (err) {
+        if (!isUnavailable(err) || Date.now() >= deadline) throw err
+        if (!said) log.info({ err: err.message }, `waiting up to ${waitSeconds} s for PostgreSQL`)
+        await setTimeout(1000)
+      }
+    }
     const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m))
     log.info(`${applied.length} migration(s) applied, schema up to date`)
   } finally {
@@ -85,12 +110,9 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
     options: { out: { type: 'string' }, [count]: { type: 'string', default: String(defaultCount) }, seed: { type: 'string', default: '1' } },
     async run (values, { log }) {
       if (!values.out) throw new UsageError('--out DIR is required')
-      for (const name of [count, 'seed']) {
-        if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
-      }
       const manifest = await inCappedThread('generate-worker.js', {
         etlModule: String(etlModule),
-        options: { out: values.out, [count]: Number(values[count]), seed: Number(values.seed) }
+        options: { out: values.out, [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed') }
       })
       for (const [file, f] of Object.entries(manifest.files)) {
         const planted = Object.values(f.rejects).reduce((a, b) => a + b, 0)
