@@ -55,9 +55,12 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
 
     let pending = inflight.get(key)
     if (!pending || pending.version < entry.version) {
-      pending = { version: entry.version, promise: fill(key, keyspace, load, ttl, storeOk) }
+      const filled = fill(key, keyspace, load, ttl, storeOk)
+      pending = { version: entry.version, promise: filled.then((f) => f.entry) }
       inflight.set(key, pending)
-      pending.promise.finally(() => { if (inflight.get(key) === pending) inflight.delete(key) }).catch(() => {})
+      // Readers keep joining this load until its value is in the store, not just loaded: one that
+      // came between the two would miss again and load again.
+      filled.then((f) => f.stored).finally(() => { if (inflight.get(key) === pending) inflight.delete(key) }).catch(() => {})
     }
     return pending.promise
   }
@@ -65,13 +68,11 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
   async function fill (key, keyspace, load, ttl, storeOk) {
     metrics.cacheLoads.inc({ keyspace })
     const entry = entryOf(await load())
-    if (storeOk) {
-      store.setIfNotOlder(key, entry.version, `${entry.version}\n${entry.value ?? ''}`, ttlFor(ttl)).catch((err) => {
-        metrics.cacheRequests.inc({ keyspace, result: 'error' })
-        log.debug({ err: err.message, key }, 'cache write failed')
-      })
-    }
-    return entry
+    const stored = storeOk && store.setIfNotOlder(key, entry.version, `${entry.version}\n${entry.value ?? ''}`, ttlFor(ttl)).catch((err) => {
+      metrics.cacheRequests.inc({ keyspace, result: 'error' })
+      log.debug({ err: err.message, key }, 'cache write failed')
+    })
+    return { entry, stored }
   }
 
   /**
