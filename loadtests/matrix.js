@@ -15,8 +15,7 @@ import { parseArgs } from 'node:util'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { pathToFileURL, fileURLToPath } from 'node:url'
-import { startPostgres, startRedis } from '@suite/kit/testing'
-import { prepareDatabase, startInstances, requestsServed } from './lib/stack.js'
+import { servers, prepareDatabase, startInstances, requestsServed } from './lib/stack.js'
 import { startNginx } from './lib/nginx.js'
 import { runK6, figures, scriptOf } from './lib/k6.js'
 import { barChart, svgDocument, fmt, COLORS } from './lib/svg.js'
@@ -32,13 +31,12 @@ export async function matrix ({
   repeat = 5, requests = 20000, vus = 64, rows = 10000, nginxWorkers = 1, databaseUrl, redisUrl, out, log = () => {}
 }) {
   await mkdir(out, { recursive: true })
-  const owned = []
+  const pg = await servers({ databaseUrl, redisUrl })
+  redisUrl = pg.redisUrl
   const stops = []
   try {
-    if (!databaseUrl) { const s = await startPostgres(); owned.push(s); databaseUrl = s.url }
-    if (!redisUrl) { const s = await startRedis(); owned.push(s); redisUrl = s.url }
     log(`${scenario}: a database with ${rows} generated rows`)
-    const db = await prepareDatabase(scenario, { adminUrl: databaseUrl, rows })
+    const db = await prepareDatabase(scenario, { adminUrl: pg.databaseUrl, rows })
     const cells = []
     for (const n of instances) {
       for (const w of workers) {
@@ -98,7 +96,7 @@ export async function matrix ({
     return result
   } finally {
     await Promise.allSettled(stops.map((s) => s()))
-    await Promise.allSettled(owned.map((s) => s.stop()))
+    await pg.stop()
   }
 }
 
@@ -144,17 +142,19 @@ export function markdown ({ scenario, requests, vus, repeat, rows, cells, answer
   return lines.join('\n')
 }
 
-function plot ({ scenario, cells }) {
+export function plot ({ scenario, cells }) {
   const lbs = [...new Set(cells.map((c) => c.lb))]
   return svgDocument([barChart({
-    title: `${scenario}: RPS per cell (mean ± stdev; colour = load balancer)`,
+    title: `${scenario}: RPS per cell, mean ± stdev`,
+    xLabel: 'instances × WORKERS',
     yLabel: 'RPS',
-    bars: cells.map((c) => ({ label: `${c.instances} inst × ${c.workers} w, ${c.lb}`, value: c.mean, error: c.stdev, color: COLORS[lbs.indexOf(c.lb)] })),
-    hline: { y: cells[0].mean, label: '1×1 baseline' }
+    bars: cells.map((c) => ({ label: `${c.instances}×${c.workers}`, value: c.mean, error: c.stdev, color: COLORS[lbs.indexOf(c.lb)] })),
+    legend: lbs.map((lb, i) => ({ name: lb === 'none' ? 'no load balancer' : `nginx ${lb}`, color: COLORS[i] })),
+    ref: { y: cells[0].mean, label: 'first cell' }
   })])
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
     options: {
       scenario: { type: 'string', default: 'product' },

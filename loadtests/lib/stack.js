@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
-import { createDatabase, startService } from '@suite/kit/testing'
+import { createDatabase, startService, startPostgres, startRedis } from '@suite/kit/testing'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 export const SERVICE_NAMES = ['product', 'profile', 'menu', 'flows']
@@ -16,6 +16,14 @@ export const SERVICE_NAMES = ['product', 'profile', 'menu', 'flows']
 const DATA = { product: { count: 'products', table: 'products' }, profile: { count: 'restaurants', table: 'restaurants' }, menu: { count: 'menus', table: 'menus' } }
 
 export const cliOf = (service) => `${root}services/${service}/src/cli.js`
+
+/** The given PostgreSQL (admin URL) and Redis, or throwaway ones for what is not given; stop() stops only those. */
+export async function servers ({ databaseUrl, redisUrl } = {}) {
+  const owned = []
+  if (!databaseUrl) { const s = await startPostgres(); owned.push(s); databaseUrl = s.url }
+  if (!redisUrl) { const s = await startRedis(); owned.push(s); redisUrl = s.url }
+  return { databaseUrl, redisUrl, stop: () => Promise.allSettled(owned.map((s) => s.stop())) }
+}
 
 /**
  * A new database on the server of `adminUrl`, migrated, with `rows` generated rows loaded.

@@ -47,7 +47,7 @@ after(async () => {
 
 test('a ladder that holds: a row per step, no breaking point, the table, the plot and a k6 report per step', async () => {
   const dir = join(out, 'holds')
-  const r = await ladder({ scenario: 'product', baseUrl: product.url, steps: [5, 20], duration: '2s', slo: loose, env: product.env, out: dir })
+  const r = await ladder({ scenario: 'product', baseUrl: product.url, steps: [5, 20], duration: '2s', warmup: { duration: '1s', rate: 5 }, slo: loose, env: product.env, out: dir })
   assert.deepEqual(r.rows.map((row) => row.rate), [5, 20])
   assert.equal(r.breakingPoint, null, JSON.stringify(r.rows))
   for (const row of r.rows) {
@@ -69,7 +69,7 @@ test('a ladder that holds: a row per step, no breaking point, the table, the plo
 
 test('a ladder that breaks stops at the broken step and names the reason', async () => {
   const dir = join(out, 'breaks')
-  const r = await ladder({ scenario: 'product', baseUrl: product.url, steps: [5, 20, 80], duration: '2s', slo: { ...loose, p95: 0.001 }, env: product.env, out: dir })
+  const r = await ladder({ scenario: 'product', baseUrl: product.url, steps: [5, 20, 80], duration: '2s', warmup: { duration: '0s' }, slo: { ...loose, p95: 0.001 }, env: product.env, out: dir })
   assert.deepEqual(r.rows.map((row) => row.rate), [5])
   assert.equal(r.breakingPoint.rate, 5)
   assert.equal(r.maxHeld, null)
