@@ -119,6 +119,8 @@ export function answers ({ cells, repeat }, { instances, workers, lbs }) {
   for (const lb of lbs.slice(1)) {
     for (const n of instances) out.push(compare(`${lb} vs ${lbs[0]} (${n} instance${n > 1 ? 's' : ''}, WORKERS ${workers[0]})`, find(n, workers[0], lbs[0]), find(n, workers[0], lb)))
   }
+  const [n, w] = [instances.at(-1), workers.at(-1)]
+  if (instances.length > 1 && workers.length > 1) out.push(compare(`${n} instances × WORKERS ${w} vs ${instances[0]} × ${workers[0]} (${lbs[0]})`, find(instances[0], workers[0], lbs[0]), find(n, w, lbs[0])))
   return out
 }
 
