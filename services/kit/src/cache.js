@@ -22,12 +22,13 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
   const store = config.REDIS_URL ? redisStore(config, log) : memoryStore()
   const inflight = new Map() // key -> { version seen when the load started, promise }
   const ttlFor = (ttl) => Math.round(ttl * (1 + config.CACHE_TTL_JITTER * Math.random()))
-  const keyspaceOf = (key) => key.slice(0, key.lastIndexOf(':'))
+  // The metrics label: the key's first two segments (product:page:3:5 → product:page), a bounded set.
+  const keyspaceOf = (key) => key.split(':', 2).join(':')
 
   /**
    * Returns the cached text of `key` (null: "not found"), or calls `load()` and stores its result.
    * `load()` returns the text (or null), or `{ value, version }` for a versioned document.
-   * The metrics keyspace is the key up to its last ':' (e.g. product:styles).
+   * Keys are `<service>:<kind>:…`; the metrics keyspace is `<service>:<kind>` (e.g. product:styles).
    */
   async function wrap (key, load, ttl = config.CACHE_TTL_SECONDS) {
     return (await wrapEntry(key, load, ttl)).value
