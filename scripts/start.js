@@ -1,6 +1,6 @@
 // `npm start`: the suite on one machine with nothing installed but Node.
 // Without DATABASE_URL, PostgreSQL is PGlite (PostgreSQL compiled to WebAssembly) in this process,
-// served on a loopback port by its wire-protocol server, so each service runs its ordinary `pg`
+// served on a loopback port by pglite-server.js, so each service runs its ordinary `pg`
 // code. Without REDIS_URL each worker caches in memory. Small generated data sets (products,
 // restaurants, menus) are loaded into empty tables. Set DATABASE_URL / REDIS_URL to use real servers instead.
 import { spawn } from 'node:child_process'
@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget, pgliteTarget } from '@suite/kit/etl'
+import { servePglite } from './pglite-server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const PORT = Number(process.env.PORT ?? 3000) // product; then profile +1, menu +2, flows +3
@@ -28,11 +29,9 @@ let databaseUrl = process.env.DATABASE_URL
 let embedded
 if (!databaseUrl) {
   const { PGlite } = await import('@electric-sql/pglite')
-  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket')
   const db = await PGlite.create()
-  const server = new PGLiteSocketServer({ db, port: 0, host: '127.0.0.1', maxConnections: 64 })
-  await server.start()
-  databaseUrl = `postgres://postgres@127.0.0.1:${server.server.address().port}/postgres`
+  const server = await servePglite(db)
+  databaseUrl = `postgres://postgres@127.0.0.1:${server.port}/postgres`
   embedded = { db, server }
   log(`embedded PostgreSQL (PGlite, in memory) at ${databaseUrl}`)
 }
@@ -81,7 +80,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
     stopping = true
     children.forEach((c) => c.kill('SIGTERM'))
     await Promise.all(children.map((c) => c.exitCode !== null ? null : new Promise((resolve) => c.once('exit', resolve))))
-    if (embedded) { await embedded.server.stop(); await embedded.db.close() }
+    if (embedded) { await embedded.server.close(); await embedded.db.close() }
     process.exit(0)
   })
 }
