@@ -65,6 +65,22 @@ const children = services.map((s) => spawn(process.execPath, [`${s.dir}/src/cli.
   detached: true // Ctrl-C reaches this process only; it stops the services once, in order
 }))
 
+// One way out, whatever the cause (Ctrl-C, SIGTERM, a service that exits): stop every service, then
+// the embedded database; exit 1 when a service failed.
+let stopping = false
+async function stop (code) {
+  if (stopping) return
+  stopping = true
+  children.forEach((c) => c.kill('SIGTERM'))
+  await Promise.all(children.map((c) => c.exitCode !== null || c.signalCode !== null ? null : new Promise((resolve) => c.once('exit', resolve))))
+  if (embedded) { await embedded.server.close(); await embedded.db.close() }
+  process.exit(code)
+}
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stop(0))
+children.forEach((c, i) => c.on('exit', (code) => {
+  if (!stopping) { log(`${services[i].name} exited with ${code}; stopping`); stop(1) }
+}))
+
 await Promise.all(services.map((s) => waitReady(`http://127.0.0.1:${s.port}`)))
 for (const s of services) {
   const base = `http://localhost:${s.port}`
@@ -73,27 +89,10 @@ for (const s of services) {
 }
 log(`cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)
 
-let stopping = false
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, async () => {
-    if (stopping) return
-    stopping = true
-    children.forEach((c) => c.kill('SIGTERM'))
-    await Promise.all(children.map((c) => c.exitCode !== null ? null : new Promise((resolve) => c.once('exit', resolve))))
-    if (embedded) { await embedded.server.close(); await embedded.db.close() }
-    process.exit(0)
-  })
-}
-for (const c of children) {
-  c.on('exit', (code) => {
-    if (!stopping) { log(`a service exited with ${code}; stopping`); process.kill(process.pid, 'SIGTERM') }
-  })
-}
-
 async function waitReady (base) {
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 600 && !stopping; i++) {
     try { if ((await fetch(`${base}/readyz`)).ok) return } catch {}
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  throw new Error(`${base} did not become ready`)
+  if (!stopping) { log(`${base} did not become ready in 60 s; stopping`); await stop(1) }
 }

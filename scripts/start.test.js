@@ -3,10 +3,25 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { freePort, get } from '@suite/kit/testing'
+import { createServer } from 'node:net'
+import { once } from 'node:events'
+import { get } from '@suite/kit/testing'
+
+// npm start takes PORT and the 3 ports after it: find 4 in a row that are free now.
+async function fourFreePorts () {
+  for (;;) {
+    const first = createServer().listen(0, '0.0.0.0')
+    await once(first, 'listening')
+    const base = first.address().port
+    const rest = [1, 2, 3].map((i) => createServer().listen(base + i, '0.0.0.0'))
+    const ok = await Promise.all(rest.map((srv) => new Promise((resolve) => { srv.once('listening', () => resolve(true)); srv.once('error', () => resolve(false)) })))
+    await Promise.all([first, ...rest].map((srv) => new Promise((resolve) => srv.close(() => resolve()))))
+    if (ok.every(Boolean) && base + 3 < 65536) return base
+  }
+}
 
 test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async () => {
-  const port = await freePort() // and the next 3 ports for profile, menu, flows: free in practice on a test machine
+  const port = await fourFreePorts() // product; profile, menu, flows on the next three
   const { DATABASE_URL, REDIS_URL, ...env } = process.env // the embedded default: no servers given
   const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
     env: { ...env, PORT: String(port), SAMPLE_SIZE: '300', LOG_LEVEL: 'warn' },
@@ -52,4 +67,26 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async 
     child.kill('SIGTERM')
   }
   assert.deepEqual(await exited, { code: 0, signal: null }, out)
+})
+
+test('npm start stops everything and exits 1 when a service cannot start', async () => {
+  const port = await fourFreePorts()
+  const taken = createServer().listen(port + 3, '0.0.0.0') // flows' port
+  await once(taken, 'listening')
+  try {
+    const { DATABASE_URL, REDIS_URL, ...env } = process.env
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
+      env: { ...env, PORT: String(port), SAMPLE_SIZE: '50', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.stderr.on('data', (d) => { out += d })
+    const [code] = await once(child, 'exit')
+    assert.equal(code, 1, out)
+    assert.match(out, /flows exited with 1; stopping/)
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'product was stopped too')
+  } finally {
+    taken.close()
+  }
 })
