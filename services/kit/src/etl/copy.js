@@ -5,17 +5,17 @@ import { from as copyFrom } from 'pg-copy-streams'
 const SPECIAL = /[\\\t\n\r]/
 const ESCAPES = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
 
-/** One COPY text line: tab-separated, `\N` for null, backslash escapes. */
+/**
+ * One COPY text line: tab-separated, `\N` for null, backslash escapes. Rewrites `values` in place
+ * (a load makes one array per row and drops it): one native join instead of a string per field.
+ */
 export function copyLine (values) {
-  let line = ''
   for (let i = 0; i < values.length; i++) {
     const v = values[i]
-    if (i) line += '\t'
-    if (v === null || v === undefined) line += '\\N'
-    else if (typeof v !== 'string') line += String(v)
-    else line += SPECIAL.test(v) ? v.replace(/[\\\t\n\r]/g, (c) => ESCAPES[c]) : v
+    if (v === null || v === undefined) values[i] = '\\N'
+    else if (typeof v === 'string' && SPECIAL.test(v)) values[i] = v.replace(/[\\\t\n\r]/g, (c) => ESCAPES[c])
   }
-  return line + '\n'
+  return values.join('\t') + '\n'
 }
 
 /**

@@ -24,7 +24,8 @@ const FLUSH_AT = 1 << 16 // characters of COPY text per write
  */
 const REJECT = Symbol('reject')
 const types = {
-  id: (s) => (/^\d{1,10}$/.test(s) && +s >= 1 && +s <= INT4_MAX ? +s : REJECT),
+  // Kept as text, as read: COPY parses it, and a number turned back into text is garbage to collect.
+  id: (s) => (isDigits(s) && +s >= 1 && +s <= INT4_MAX ? s : REJECT),
   count: (s) => (/^\d{1,10}$/.test(s) && +s <= INT4_MAX ? s : REJECT),
   price: (s) => (/^\d{1,10}(\.\d+)?$/.test(s) ? s : REJECT),
   bool: (s) => (s === '1' || s === 'true' ? 't' : s === '0' || s === 'false' ? 'f' : REJECT),
@@ -32,6 +33,16 @@ const types = {
   // For a json/jsonb column: a row with broken JSON is rejected here, not the whole COPY there.
   // (jsonb also refuses \u0000, which JSON.parse accepts.)
   json: (s) => (isJson(s) && !s.includes('\\u0000') ? s : REJECT)
+}
+// 1 to 10 ASCII digits (what a positive int4 can be written as), without a regular expression.
+function isDigits (s) {
+  const n = s.length
+  if (n === 0 || n > 10) return false
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 48 || c > 57) return false
+  }
+  return true
 }
 function isJson (s) {
   try { JSON.parse(s); return true } catch { return false }
@@ -143,9 +154,9 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
       if (v === REJECT) return reject(`invalid_${names[i]}`, line, raw)
       values[i] = v
     }
-    for (const ref of refs) if (!ref.ids.has(values[ref.index])) return reject(ref.reason, line, raw)
+    for (const ref of refs) if (!ref.ids.has(+values[ref.index])) return reject(ref.reason, line, raw)
     if (pkIndex !== -1) {
-      const key = values[pkIndex]
+      const key = +values[pkIndex]
       if (!ids.add(key)) return reject('duplicate_id', line, raw)
       if (key < lastKey) outOfOrder = true
       lastKey = key
