@@ -2,24 +2,15 @@
 // group commit and its failure modes.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { conforms } from '@suite/kit/testing'
 import { request } from 'node:http'
 import pg from 'pg'
-import Ajv from 'ajv'
-import { errorSchema } from '@suite/kit'
 import * as schemas from '../src/schemas.js'
 import { flowsDatabase, startFlows, post, get, metric, flow, storedTotals } from './fixtures.js'
 
 let service, db
-const ajv = new Ajv({ allErrors: true, strict: false })
-ajv.addSchema(errorSchema)
 const postSchema = schemas.post({ maxBatch: 10_000, bodyLimit: 4 * 1024 * 1024 })
 
-// Every answer must match the response schema its route declares (the OpenAPI document).
-function conforms (schema, res) {
-  const validate = ajv.compile(schema.response[res.status])
-  assert.ok(validate(res.body), `${res.status} ${JSON.stringify(validate.errors)}`)
-  return res
-}
 
 // The server answers 413 from Content-Length alone and closes the connection; a client still
 // writing the body may see that as a reset before it reads the answer. So send only the headers of

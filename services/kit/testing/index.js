@@ -8,7 +8,11 @@ import { tmpdir } from 'node:os'
 import { join, delimiter } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
+import assert from 'node:assert/strict'
 import pg from 'pg'
+import Ajv from 'ajv'
+import addFormats from 'ajv-formats'
+import { errorSchema } from '../src/app.js'
 
 export async function freePort () {
   return new Promise((resolve, reject) => {
@@ -263,4 +267,19 @@ export async function keepAliveLoad ({ url, paths, clients = 16, until }) {
     agent.destroy()
   }))
   return result
+}
+
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false }))
+ajv.addSchema(errorSchema)
+
+/**
+ * Asserts that an answer `{ status, body }` matches the response schema its route declares for that
+ * status (what the OpenAPI document promises); returns the answer.
+ */
+export function conforms (routeSchema, res) {
+  const schema = routeSchema.response[res.status]
+  assert.ok(schema, `the route declares no response ${res.status}`)
+  const validate = ajv.compile(schema)
+  assert.ok(validate(res.body === '' ? null : res.body), `${res.status} ${JSON.stringify(validate.errors)}`)
+  return res
 }

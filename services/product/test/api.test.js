@@ -2,23 +2,13 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import pg from 'pg'
-import Ajv from 'ajv'
-import addFormats from 'ajv-formats'
-import { errorSchema } from '@suite/kit'
+import { conforms } from '@suite/kit/testing'
 import { redisUrl } from '@suite/kit/testing/env'
 import * as schemas from '../src/schemas.js'
 import { catalogueDatabase, startProduct, get, metric, PRODUCT_COUNT, TRICKY_NAME } from './fixtures.js'
 
 let service, dbUrl, db
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false }))
-ajv.addSchema(errorSchema)
 
-// Every answer must match the response schema its route declares (the OpenAPI document).
-function conforms (schema, res) {
-  const validate = ajv.compile(schema.response[res.status])
-  assert.ok(validate(res.body), `${res.status} ${JSON.stringify(validate.errors)}`)
-  return res
-}
 
 before(async () => {
   dbUrl = await catalogueDatabase()

@@ -1,23 +1,13 @@
 // Black-box HTTP tests of the profile API against a real PostgreSQL and Redis.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import Ajv from 'ajv'
-import addFormats from 'ajv-formats'
-import { errorSchema } from '@suite/kit'
+import { conforms } from '@suite/kit/testing'
 import { redisUrl } from '@suite/kit/testing/env'
 import * as schemas from '../src/schemas.js'
 import { profileDatabase, startProfile, send, body, TRICKY_NAME } from './fixtures.js'
 
 let service
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false }))
-ajv.addSchema(errorSchema)
 
-// Every answer must match the response schema its route declares (the OpenAPI document).
-function conforms (schema, res) {
-  const validate = ajv.compile(schema.response[res.status])
-  assert.ok(validate(res.body === '' ? null : res.body), `${res.status} ${JSON.stringify(validate.errors)}`)
-  return res
-}
 const call = (schema, ...args) => send(service.url, ...args).then((res) => conforms(schema, res))
 const strip = ({ id, created_at: c, updated_at: u, ...fields }) => fields
 
