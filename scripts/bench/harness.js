@@ -45,6 +45,10 @@ export async function runBench ({ service, dataset, uncached = false, duration =
       }
       say('loading')
       await etl.load({ db: pgTarget(db), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
+      // Measure the steady state, not the load's aftermath: autovacuum would visit the new tables and
+      // the checkpointer flush the loaded pages in the middle of a case.
+      await db.query('VACUUM')
+      await db.query('CHECKPOINT')
     }
     const cli = `${root}services/${service}/src/cli.js`
     const env = { DATABASE_URL: dbUrl, REDIS_URL: redis.url, WORKERS: String(workers), LOG_LEVEL: 'error' }
