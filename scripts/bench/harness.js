@@ -21,7 +21,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
  * @param {boolean} [o.uncached]    also start an instance with CACHE_ENABLED=false
  * @param {number[]} [o.baselineConnections]  the baseline at each of these (default: connections)
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
- *   cached, uncached, redis, connections }; a Case is { name, url, path() | setup(req), rate?,
+ *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | setup(req), rate?,
  *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics) }
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
@@ -60,7 +60,7 @@ export async function runBench ({ service, dataset, uncached = false, duration =
     running.push(baseline, cached, plain)
     let list
     try {
-      list = await cases({ db, cached, uncached: plain, redis, connections })
+      list = await cases({ db, baseline, cached, uncached: plain, redis, connections })
     } finally {
       await db.end()
     }
