@@ -38,10 +38,11 @@ export async function queryDocument (pool, query, values) {
   return rows.length ? rows[0].json : null
 }
 
-// SQLSTATE classes that mean "the database is not reachable now", not "the query is wrong".
+// SQLSTATE classes that mean "the database is not reachable now", not "the query is wrong"; and the
+// network's own (a database Service whose name does not resolve yet counts: it is starting).
 const UNAVAILABLE = /^(08|53|57P0)/
 export function isUnavailable (err) {
   return UNAVAILABLE.test(err?.code ?? '') ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(err?.code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND'].includes(err?.code) ||
     /timeout exceeded when trying to connect|Connection terminated/i.test(err?.message ?? '')
 }

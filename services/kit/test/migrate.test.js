@@ -44,3 +44,12 @@ test('migrate --wait: PostgreSQL down at first, the schema is applied as soon as
     await server.stop()
   }
 })
+
+test('migrate --wait also waits while the database host does not resolve yet, then fails naming it', async () => {
+  const started = Date.now()
+  const run = migrate('postgres://postgres@db-not-created-yet.invalid:5432/postgres', '--wait', '2')
+  assert.notEqual(await run.exited, 0)
+  assert.ok(Date.now() - started >= 1500, `gave up after ${Date.now() - started} ms: ${run.out()}`)
+  assert.match(run.out(), /waiting up to 2 s for PostgreSQL/)
+  assert.match(run.out(), /db-not-created-yet\.invalid/)
+})
