@@ -20,23 +20,31 @@ async function fourFreePorts () {
   }
 }
 
-test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async () => {
-  const port = await fourFreePorts() // product; profile, menu, flows on the next three
-  const { DATABASE_URL, REDIS_URL, ...env } = process.env // the embedded default: no servers given
+// `npm start` with no database or cache server (the embedded default) on PORT=port; its output
+// gathers in `launched.out`.
+function launch (port, sampleSize) {
+  const { DATABASE_URL, REDIS_URL, ...env } = process.env
   const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
-    env: { ...env, PORT: String(port), SAMPLE_SIZE: '300', LOG_LEVEL: 'warn' },
+    env: { ...env, PORT: String(port), SAMPLE_SIZE: String(sampleSize), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
-  let out = ''
-  child.stdout.on('data', (d) => { out += d })
-  child.stderr.on('data', (d) => { out += d })
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  const launched = { child, out: '' }
+  child.stdout.on('data', (d) => { launched.out += d })
+  child.stderr.on('data', (d) => { launched.out += d })
+  launched.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  return launched
+}
+
+test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async () => {
+  const port = await fourFreePorts() // product; profile, menu, flows on the next three
+  const launched = launch(port, 300)
+  const { child, exited } = launched
   try {
-    for (let i = 0; i < 600 && !out.includes('product ready'); i++) {
-      assert.equal(child.exitCode, null, out)
+    for (let i = 0; i < 600 && !launched.out.includes('product ready'); i++) {
+      assert.equal(child.exitCode, null, launched.out)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
-    assert.match(out, new RegExp(`product ready: http://localhost:${port}/products`))
+    assert.match(launched.out, new RegExp(`product ready: http://localhost:${port}/products`))
     const base = `http://127.0.0.1:${port}`
     const list = await get(base, '/products?count=100')
     assert.equal(list.status, 200)
@@ -66,7 +74,7 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async 
   } finally {
     child.kill('SIGTERM')
   }
-  assert.deepEqual(await exited, { code: 0, signal: null }, out)
+  assert.deepEqual(await exited, { code: 0, signal: null }, launched.out)
 })
 
 test('npm start stops everything and exits 1 when a service cannot start', async () => {
@@ -74,17 +82,10 @@ test('npm start stops everything and exits 1 when a service cannot start', async
   const taken = createServer().listen(port + 3, '0.0.0.0') // flows' port
   await once(taken, 'listening')
   try {
-    const { DATABASE_URL, REDIS_URL, ...env } = process.env
-    const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
-      env: { ...env, PORT: String(port), SAMPLE_SIZE: '50', LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe']
-    })
-    let out = ''
-    child.stdout.on('data', (d) => { out += d })
-    child.stderr.on('data', (d) => { out += d })
-    const [code] = await once(child, 'exit')
-    assert.equal(code, 1, out)
-    assert.match(out, /flows exited with 1; stopping/)
+    const launched = launch(port, 50)
+    const { code } = await launched.exited
+    assert.equal(code, 1, launched.out)
+    assert.match(launched.out, /flows exited with 1; stopping/)
     await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'product was stopped too')
   } finally {
     taken.close()
