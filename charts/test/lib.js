@@ -12,7 +12,19 @@ import { fileURLToPath } from 'node:url'
 
 export const root = fileURLToPath(new URL('../..', import.meta.url))
 export const charts = join(root, 'charts')
-export const shared = join(root, '..', 'shared', 'k8s')
+/**
+ * The offline Kubernetes schemas and CRDs: SUITE_K8S_DATA when set, else `../shared/k8s` beside this
+ * checkout, else beside the checkout it was cloned from (a clone in a temporary folder).
+ */
+export const shared = findK8sData()
+function findK8sData () {
+  if (process.env.SUITE_K8S_DATA) return process.env.SUITE_K8S_DATA
+  const beside = (dir) => join(dir, '..', 'shared', 'k8s')
+  if (existsSync(beside(root))) return beside(root)
+  const origin = spawnSync('git', ['config', '--get', 'remote.origin.url'], { cwd: root, encoding: 'utf8' }).stdout?.trim()
+  if (origin && existsSync(origin) && existsSync(beside(origin))) return beside(origin)
+  return beside(root) // missing: requireTools says so, naming this path
+}
 export const K8S_VERSION = '1.34.4'
 export const SERVICES = ['product', 'profile', 'menu', 'flows']
 /** Every optional API the charts use, as a cluster with the add-ons would serve them. */
@@ -33,7 +45,7 @@ export function requireTools () {
     if (tool === 'yq' && !/mikefarah/.test(r.stdout)) throw new Error(`yq on PATH is not mikefarah/yq v4: ${r.stdout}`)
   }
   const schemas = join(shared, 'schemas', `v${K8S_VERSION}-standalone-strict`)
-  if (!existsSync(schemas)) throw new Error(`offline Kubernetes schemas missing: ${schemas} (../shared/k8s beside the repo)`)
+  if (!existsSync(schemas)) throw new Error(`offline Kubernetes schemas missing: ${schemas} (../shared/k8s beside the repo, or set SUITE_K8S_DATA)`)
 }
 
 let umbrellaDir
@@ -70,7 +82,7 @@ export function parse (yaml) {
   return JSON.parse(r.stdout)
 }
 
-/** kubeconform -strict against ../shared/k8s; returns the parsed summary. */
+/** kubeconform -strict against the offline schemas (`shared`); returns the parsed summary. */
 export function kubeconform (yaml) {
   const s = join(shared, 'schemas')
   const r = run('kubeconform', ['-strict', '-summary', '-output', 'json', '-kubernetes-version', K8S_VERSION,
