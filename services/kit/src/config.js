@@ -16,6 +16,7 @@ export const baseSchema = {
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://', description: 'PostgreSQL connection URL' },
     DATABASE_PASSWORD: { type: 'string', description: 'password for DATABASE_URL, kept out of the URL (Kubernetes: from a Secret)' },
     PG_POOL_MAX: { type: 'integer', minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per worker' },
+    PG_POOL_MIN: { type: 'integer', minimum: 0, maximum: 1000, description: 'connections per worker opened at start and kept open (at most PG_POOL_MAX); default: PG_POOL_MAX, a fixed-size pool' },
     PG_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 0, default: 5000, description: 'server-side statement timeout' },
     PG_PREPARED_STATEMENTS: { type: 'boolean', default: true, description: 'prepare each query once per connection; turn off behind a pooler that shares sessions (PgBouncer transaction mode)' },
     PG_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 0, default: 2000, description: 'time to wait for a connection' },

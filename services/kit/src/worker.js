@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from './config.js'
 import { createLogger } from './logger.js'
 import { createMetrics, poolMetrics } from './metrics.js'
-import { createPool } from './pg.js'
+import { createPool, warmPool } from './pg.js'
 import { createCache } from './cache.js'
 import { buildApp } from './app.js'
 
@@ -51,5 +51,6 @@ parentPort.on('message', async (msg) => {
   }
 })
 
+await warmPool(pool, log)
 const address = await app.listen({ host: config.HOST, port: config.PORT, reusePort })
 parentPort.postMessage({ type: 'listening', address })

@@ -76,6 +76,26 @@ test('two workers serve one port and one scrape shows the sum of both', async ()
   }
 })
 
+test('each worker opens PG_POOL_MIN connections before it listens and keeps them open', async () => {
+  const connections = async (svc) => metric((await get(svc.url, '/metrics')).body, 'pg_pool_connections', { state: 'idle' })
+  const fixed = await start({ WORKERS: '2', PG_POOL_MAX: '3' }) // PG_POOL_MIN unset: a fixed-size pool
+  try {
+    await allWorkers(fixed, 2)
+    assert.equal(await connections(fixed), 6, 'both workers hold PG_POOL_MAX connections before any request')
+  } finally {
+    await fixed.stop()
+  }
+  const some = await start({ WORKERS: '1', PG_POOL_MAX: '3', PG_POOL_MIN: '1' })
+  try {
+    assert.equal(await connections(some), 1)
+    // Three at once need three connections; the two above PG_POOL_MIN close only after 30 s idle.
+    await Promise.all(Array.from({ length: 3 }, () => getFresh(`${some.url}/pg-sleep?ms=200`)))
+    assert.equal(await connections(some), 3)
+  } finally {
+    await some.stop()
+  }
+})
+
 test('a crashed worker is replaced and the port keeps answering', async () => {
   const svc = await start({ WORKERS: '2' })
   try {
