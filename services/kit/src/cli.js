@@ -1,6 +1,7 @@
 // The command line every service has: `serve` (default) and `migrate`, plus the service's own commands.
 //   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]
 import { parseArgs } from 'node:util'
+import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { loadConfig, ConfigError } from './config.js'
 import { createLogger } from './logger.js'
@@ -93,13 +94,16 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
 
 /**
  * The `generate` and `load` commands of a service with a data set, whose `etlModule` exports
- * `generate({ out, [count]: n, seed })` and `load({ db, dir, rejectsFile, progress })`.
+ * `generate({ out, [count]: n, seed })` and `load({ db, dir, rejectsFile, progress })`; with
+ * `seed: true` also the `seed` command, for an etlModule that exports
+ * `seed({ connect, [count]: n, seed, streams, progress })` (the generator straight into PostgreSQL).
  *   count: the name of the size option (`products`, `menus`…); files: what generate writes (for --help)
  */
-export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, files }) {
+export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, files, seed = false }) {
   return {
     generate: generateCommand({ etlModule, count, defaultCount, files }),
-    load: loadCommand({ etlModule, cachePrefix })
+    load: loadCommand({ etlModule, cachePrefix }),
+    ...(seed && { seed: seedCommand({ etlModule, cachePrefix, count, defaultCount }) })
   }
 }
 
@@ -139,6 +143,36 @@ async function inCappedThread (file, workerData) {
   return result
 }
 
+/**
+ * The `seed` command: migrate, generate the data set straight into PostgreSQL over --streams
+ * connections (no files: a 10M-row set needs no scratch volume), then clear the cached answers.
+ */
+function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
+  return {
+    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs]`,
+    options: {
+      [count]: { type: 'string', default: String(defaultCount) },
+      seed: { type: 'string', default: '1' },
+      streams: { type: 'string', default: String(availableParallelism()) }
+    },
+    async run (values, ctx) {
+      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams') }
+      if (options.streams < 1) throw new UsageError('--streams must be at least 1')
+      await migrateCommand(ctx.service, ctx)
+      const summary = await inCappedThread('seed-worker.js', {
+        etlModule: String(etlModule),
+        databaseUrl: ctx.config.DATABASE_URL,
+        databasePassword: ctx.config.DATABASE_PASSWORD,
+        applicationName: `${ctx.service.name}-seed`,
+        options,
+        progress: process.stderr.isTTY ? true : 'lines'
+      })
+      ctx.log.info(`${summary.rows} rows into ${summary.table} in ${summary.seconds} s (${Object.entries(summary.phases).map(([p, s]) => `${p} ${s} s`).join(', ')})`)
+      await clearCache(ctx, cachePrefix)
+    }
+  }
+}
+
 /** The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`. */
 function loadCommand ({ etlModule, cachePrefix }) {
   return {
@@ -156,15 +190,20 @@ function loadCommand ({ etlModule, cachePrefix }) {
         rejectsFile: rejects ?? `${dir}/rejects.csv`,
         progress: process.stderr.isTTY ? true : 'lines'
       })
-      const cache = createCache({ config: ctx.config, metrics: createMetrics(), log: ctx.log })
-      try {
-        await cache.connected()
-        ctx.log.info(`${await cache.deleteByPrefix(cachePrefix)} cached answers cleared`)
-      } catch (err) {
-        ctx.log.warn({ err: err.message }, 'could not clear the cache: cached answers expire within CACHE_TTL_SECONDS')
-      } finally {
-        await cache.close()
-      }
+      await clearCache(ctx, cachePrefix)
     }
+  }
+}
+
+// After new data is swapped in, the cached answers under `prefix` are old: delete them.
+async function clearCache (ctx, prefix) {
+  const cache = createCache({ config: ctx.config, metrics: createMetrics(), log: ctx.log })
+  try {
+    await cache.connected()
+    ctx.log.info(`${await cache.deleteByPrefix(prefix)} cached answers cleared`)
+  } catch (err) {
+    ctx.log.warn({ err: err.message }, 'could not clear the cache: cached answers expire within CACHE_TTL_SECONDS')
+  } finally {
+    await cache.close()
   }
 }

@@ -1,11 +1,11 @@
 // The kit's ETL pieces on their own: the CSV parser, COPY escaping through a real PostgreSQL and an
-// embedded PGlite, the id set.
+// embedded PGlite, the id set, a generator's rows seeded straight in.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
-import { CsvParser, parseCsv, copyLine, pgTarget, pgliteTarget, IdSet } from '@suite/kit/etl'
+import { CsvParser, parseCsv, copyLine, pgTarget, pgliteTarget, IdSet, seedTable } from '@suite/kit/etl'
 import { createDatabase } from '@suite/kit/testing/env'
 
 const NASTY = '\ufeffid,name,note\r\n' +
@@ -83,6 +83,66 @@ test('the same COPY text loads into an embedded PGlite', async () => {
     assert.deepEqual(rows.map((r) => r.v), AWKWARD)
   } finally {
     await db.close()
+  }
+})
+
+// A table like a service's: primary key, a default, a check, an index, lz4 on its jsonb.
+const SEEDED = `CREATE TABLE s (id integer PRIMARY KEY, doc jsonb COMPRESSION lz4, note text,
+  version integer NOT NULL DEFAULT 1, CHECK (doc IS NOT NULL OR note IS NOT NULL));
+  CREATE INDEX s_note_idx ON s (note)`
+const seedInto = (url, rows, extra = {}) => seedTable({
+  connect: async () => {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    return { ...pgTarget(client), end: () => client.end() }
+  },
+  spec: { table: 's', columns: { id: 'int4', doc: 'jsonb', note: 'text' }, primaryKey: 'id' },
+  parts: 7,
+  rows: (part) => Array.from({ length: 100 }, (_, i) => rows(part * 100 + i + 1)),
+  streams: 3,
+  progress: false,
+  ...extra
+})
+
+test('seedTable: parts over parallel binary COPY streams, every value intact, indexes, defaults and lz4 kept', async () => {
+  const url = await createDatabase('seed')
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(SEEDED)
+    await client.query("INSERT INTO s (id, note) VALUES (1, 'old')")
+    const doc = (id) => ({ id, name: AWKWARD[id % AWKWARD.length], nested: [1.5, null, true, { 'ключ': 'значение' }] })
+    const summary = await seedInto(url, (id) => [id, id % 5 ? JSON.stringify(doc(id)) : null, AWKWARD[id % AWKWARD.length] ?? 'none'])
+    assert.equal(summary.rows, 700)
+    const { rows } = await client.query('SELECT id, doc, note, version FROM s ORDER BY id')
+    assert.equal(rows.length, 700, 'the old rows are gone: the seeded table was swapped in')
+    for (const r of rows) {
+      assert.deepEqual(r, { id: r.id, doc: r.id % 5 ? doc(r.id) : null, note: AWKWARD[r.id % AWKWARD.length] ?? 'none', version: 1 })
+    }
+    const { rows: [t] } = await client.query(`SELECT
+      (SELECT attcompression FROM pg_attribute WHERE attrelid = 's'::regclass AND attname = 'doc') AS compression,
+      (SELECT array_agg(indexname::text ORDER BY indexname) FROM pg_indexes WHERE tablename = 's') AS indexes,
+      (SELECT count(*)::int FROM pg_class WHERE relname LIKE 's_load%') AS leftovers`)
+    assert.deepEqual(t, { compression: 'l', indexes: ['s_note_idx', 's_pkey'], leftovers: 0 })
+  } finally {
+    await client.end()
+  }
+})
+
+test('seedTable: a row PostgreSQL refuses fails the seed loudly and leaves the live table as it was', async () => {
+  const url = await createDatabase('seedfail')
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(SEEDED)
+    await client.query("INSERT INTO s (id, note) VALUES (1, 'old')")
+    await assert.rejects(seedInto(url, (id) => [id, id === 650 ? '{"broken":' : '{}', null]), /invalid input syntax for type json/)
+    const { rows } = await client.query('SELECT id, note FROM s')
+    assert.deepEqual(rows, [{ id: 1, note: 'old' }])
+    const { rows: [left] } = await client.query("SELECT count(*)::int AS n FROM pg_class WHERE relname = 's_load'")
+    assert.equal(left.n, 0, 'the half-filled table is dropped')
+  } finally {
+    await client.end()
   }
 })
 

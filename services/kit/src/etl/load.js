@@ -172,7 +172,7 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
   await db.query('BEGIN')
   let copy
   try {
-    await db.query(`CREATE TABLE ${load} (LIKE ${spec.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`)
+    await db.query(`CREATE TABLE ${load} (LIKE ${spec.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE)`)
     copy = db.copy(`COPY ${load} (${columns.join(', ')}) FROM STDIN WITH (FREEZE)`)
     const copied = finished(copy)
     copied.catch(() => {}) // awaited below; an early failure must not be an unhandled rejection
@@ -210,7 +210,7 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
 }
 
 // The live table's primary key, unique constraints and indexes, built again on the loaded table.
-async function buildIndexes (db, table) {
+export async function buildIndexes (db, table) {
   const load = `${table}_load`
   const { rows: constraints } = await db.query(
     `SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
@@ -232,7 +232,7 @@ async function plainIndexes (db, table) {
 }
 
 // One short transaction: readers switch from the old tables to the new ones all at once.
-async function swap (db, specs) {
+export async function swap (db, specs) {
   await db.query('BEGIN')
   try {
     for (const { table, sequence, primaryKey } of specs) {

@@ -1,4 +1,4 @@
-// Progress of one file: a redrawn bar on a terminal, a plain line every few seconds otherwise.
+// Progress of one file (or one generated table): a redrawn bar on a terminal, a plain line every few seconds otherwise.
 const BAR = 28
 
 export function createProgress ({ stream = process.stderr, tty = Boolean(stream.isTTY), label, totalBytes }) {
@@ -6,15 +6,18 @@ export function createProgress ({ stream = process.stderr, tty = Boolean(stream.
   let lastDraw = 0
   let lastLine = started
   const mb = (b) => (b / 1e6).toFixed(1)
+  let total = totalBytes
   const describe = (rows, bytes) => {
     const secs = Math.max((Date.now() - started) / 1000, 0.001)
     const rate = bytes / secs
-    const eta = rate > 0 ? Math.max(0, (totalBytes - bytes) / rate) : 0
-    const pct = totalBytes ? Math.min(100, (100 * bytes) / totalBytes) : 100
-    return { pct, text: `${Math.round(rows / secs).toLocaleString('en-US')} rows/s  ${mb(rate)} MB/s  ${mb(bytes)}/${mb(totalBytes)} MB  ETA ${eta.toFixed(0)} s` }
+    const eta = rate > 0 ? Math.max(0, (total - bytes) / rate) : 0
+    const pct = total ? Math.min(100, (100 * bytes) / total) : 100
+    return { pct, text: `${Math.round(rows / secs).toLocaleString('en-US')} rows/s  ${mb(rate)} MB/s  ${mb(bytes)}/${mb(total)} MB  ETA ${eta.toFixed(0)} s` }
   }
   return {
-    update (rows, bytes) {
+    /** `estimatedTotal`: for a source whose size is known only as it goes (a generator). */
+    update (rows, bytes, estimatedTotal = total) {
+      total = estimatedTotal
       const now = Date.now()
       if (tty) {
         if (now - lastDraw < 100) return
