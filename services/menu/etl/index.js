@@ -1,6 +1,8 @@
-// The menus' data: generator, and loader into PostgreSQL through the kit's ETL.
-import { loadTables } from '@suite/kit/etl'
+// The menus' data: generator, loader into PostgreSQL through the kit's ETL, and the generator
+// straight into PostgreSQL (seed).
+import { loadTables, seedTable } from '@suite/kit/etl'
 import { tables } from './tables.js'
+import { PART, dishPool, menusOfPart } from './generate.js'
 
 export { generate } from './generate.js'
 export { tables }
@@ -8,4 +10,17 @@ export { tables }
 /** Loads menus.csv of `dir` (swapping the table at once); the `load` command clears the cache. */
 export function load ({ db, dir, rejectsFile = `${dir}/rejects.csv`, progress }) {
   return loadTables({ db, dir, tables, rejectsFile, progress })
+}
+
+/** The menus `generate` writes, for the same seed, straight into PostgreSQL over `streams` connections. */
+export function seed ({ connect, menus, seed = 1, streams, progress, partSize = PART }) {
+  const pool = dishPool(seed)
+  return seedTable({
+    connect,
+    spec: { table: 'menus', columns: { id: 'int4', dishes: 'jsonb', link: 'text' }, primaryKey: 'id' },
+    parts: Math.ceil(menus / partSize),
+    rows: (part) => menusOfPart(part, { menus, seed, pool, partSize }),
+    streams,
+    progress
+  })
 }

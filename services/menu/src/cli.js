@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// menu serve | migrate | generate | load
+// menu serve | migrate | generate | load | seed
 import { runCli, dataCommands } from '@suite/kit'
 import { CACHE_PREFIX } from './routes.js'
 
@@ -8,5 +8,6 @@ await runCli(new URL('./service.js', import.meta.url), dataCommands({
   cachePrefix: CACHE_PREFIX,
   count: 'menus',
   defaultCount: 10_000_000,
-  files: 'menus.csv'
+  files: 'menus.csv',
+  seed: true
 }))

@@ -8,9 +8,10 @@ import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
 import { createDatabase } from '@suite/kit/testing/env'
-import { generate, load } from '../etl/index.js'
+import { generate, load, seed } from '../etl/index.js'
 import { DISH_TYPES, SUB_TYPES } from '../etl/generate.js'
-import { migrations, startMenu, get } from './fixtures.js'
+import { spawnSync } from 'node:child_process'
+import { migrations, startMenu, get, entry } from './fixtures.js'
 
 const MENUS = 3000
 let work, manifest
@@ -55,4 +56,62 @@ test('generate + load: counts, a third links, 10–19 dishes over 11 × 11 types
       assert.deepEqual(res.body, { id: 1, dishes: one.dishes ?? [], link: one.link })
     } finally { await svc.stop() }
   } finally { await client.end() }
+})
+
+// What a database holds, as one hash: every menu, in id order.
+const contents = async (client) => (await client.query(`SELECT count(*)::int AS menus, md5(string_agg(
+  id || '|' || coalesce(dishes::text, '-') || '|' || coalesce(link, '-'), ',' ORDER BY id)) AS hash FROM menus`)).rows[0]
+
+test('seed writes the menus generate + load do, whatever the number of streams, and keeps lz4', async () => {
+  const partSize = 700 // five parts, so that the streams share them
+  const dbs = []
+  try {
+    const [viaFile, oneStream, threeStreams] = await Promise.all(['menufile', 'menuseed1', 'menuseed3'].map(async (name) => {
+      const url = await createDatabase(name)
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      dbs.push(client)
+      await migrate(client, migrations)
+      return Object.assign(client, { url })
+    }))
+    const dir = join(work, 'parts')
+    await generate({ out: dir, menus: MENUS, seed: 1, partSize })
+    await load({ db: pgTarget(viaFile), dir, rejectsFile: join(dir, 'rejects.csv'), progress: false })
+    const connect = (client) => async () => {
+      const c = new pg.Client({ connectionString: client.url })
+      await c.connect()
+      return { ...pgTarget(c), end: () => c.end() }
+    }
+    const s1 = await seed({ connect: connect(oneStream), menus: MENUS, seed: 1, streams: 1, partSize, progress: false })
+    const s3 = await seed({ connect: connect(threeStreams), menus: MENUS, seed: 1, streams: 3, partSize, progress: false })
+    assert.equal(s1.rows, MENUS)
+    assert.equal(s3.rows, MENUS)
+    const want = await contents(viaFile)
+    assert.equal(want.menus, MENUS)
+    assert.deepEqual(await contents(oneStream), want)
+    assert.deepEqual(await contents(threeStreams), want)
+    for (const client of [viaFile, threeStreams]) {
+      const { rows: [c] } = await client.query("SELECT attcompression FROM pg_attribute WHERE attrelid = 'menus'::regclass AND attname = 'dishes'")
+      assert.equal(c.attcompression, 'l', 'the swapped-in table keeps the migration\'s lz4')
+    }
+  } finally {
+    await Promise.all(dbs.map((c) => c.end()))
+  }
+})
+
+test('the seed command: migrates, fills, answers; a wrong option is one line and exit 2', async () => {
+  const url = await createDatabase('menuseedcli')
+  const run = (...args) => spawnSync(process.execPath, [entry, 'seed', ...args], { env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'info' }, encoding: 'utf8' })
+  const done = run('--menus', '2500', '--streams', '2')
+  assert.equal(done.status, 0, done.stderr + done.stdout)
+  assert.match(done.stdout, /2500 rows into menus/)
+  const bad = run('--menus', 'many')
+  assert.equal(bad.status, 2)
+  assert.equal(bad.stderr.trim(), 'menu seed: --menus must be a whole number (got "many")')
+  const svc = await startMenu({ DATABASE_URL: url })
+  try {
+    const res = await get(svc.url, '/menu/2500')
+    assert.equal(res.status, 200)
+    assert.equal(res.body.id, 2500)
+  } finally { await svc.stop() }
 })
