@@ -151,7 +151,7 @@ come from a Secret (secretKeyRef); the URLs carry no password.
   value: {{ mul .Values.shutdown.graceSeconds 1000 | quote }}
 {{- range $name, $value := .Values.config }}
 - name: {{ $name }}
-  value: {{ $value | toString | quote }}
+  value: {{ include "service.string" $value | quote }}
 {{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
@@ -225,4 +225,13 @@ affinity:
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/*
+A value as the string of an environment variable or an argument. Numbers from YAML reach templates
+as float64, which toString writes in exponent form from a million on (1000011 → "1.000011e+06"):
+whole numbers go through int64 first.
+*/}}
+{{- define "service.string" -}}
+{{- if and (kindIs "float64" .) (eq . (floor .)) -}}{{ int64 . }}{{- else -}}{{ toString . }}{{- end -}}
 {{- end -}}
