@@ -159,7 +159,7 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
       const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams') }
       if (options.streams < 1) throw new UsageError('--streams must be at least 1')
       await migrateCommand(ctx.service, ctx)
-      const summary = await inCappedThread('seed-worker.js', {
+      await inCappedThread('seed-worker.js', {
         etlModule: String(etlModule),
         databaseUrl: ctx.config.DATABASE_URL,
         databasePassword: ctx.config.DATABASE_PASSWORD,
@@ -167,7 +167,6 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
         options,
         progress: process.stderr.isTTY ? true : 'lines'
       })
-      ctx.log.info(`${summary.rows} rows into ${summary.table} in ${summary.seconds} s (${Object.entries(summary.phases).map(([p, s]) => `${p} ${s} s`).join(', ')})`)
       await clearCache(ctx, cachePrefix)
     }
   }

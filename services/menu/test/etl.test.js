@@ -104,7 +104,7 @@ test('the seed command: migrates, fills, answers; a wrong option is one line and
   const run = (...args) => spawnSync(process.execPath, [entry, 'seed', ...args], { env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'info' }, encoding: 'utf8' })
   const done = run('--menus', '2500', '--streams', '2')
   assert.equal(done.status, 0, done.stderr + done.stdout)
-  assert.match(done.stdout, /2500 rows into menus/)
+  assert.match(done.stderr, /^menus: 2,500 rows in [\d.]+ s \(copy [\d.]+ s, indexes [\d.]+ s, swap [\d.]+ s\)$/m)
   const bad = run('--menus', 'many')
   assert.equal(bad.status, 2)
   assert.equal(bad.stderr.trim(), 'menu seed: --menus must be a whole number (got "many")')

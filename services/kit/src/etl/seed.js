@@ -19,7 +19,10 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
  * @param {() => Promise<{ query: Function, copy: Function, end: Function }>} o.connect  a new
  *   connection (pgTarget of a connected client, plus `end()`)
  * @param {{ table: string, columns: Record<string, 'int4'|'text'|'jsonb'>, sequence?: string, primaryKey?: string }} o.spec
- *   columns in the order the rows give them; text and jsonb values are strings, null is NULL
+ *   columns in the order the rows give them; a text or jsonb value is a string, a Buffer of UTF-8,
+ *   or an array of those written one after another (a generator that assembles values from a
+ *   pool of pre-encoded pieces spares itself joining and encoding them: half its CPU for menus);
+ *   null is NULL
  * @param {number} o.parts               how many parts there are
  * @param {(part: number) => Iterable<any[]>} o.rows  the rows of one part
  * @param {number} [o.streams]           connections at once (default: the machine's CPUs)
@@ -90,7 +93,9 @@ export async function seedTable ({ connect, spec, parts, rows, streams = availab
     t0 = Date.now()
     await swap(db, [spec])
     phases.swap = seconds(t0)
-    return { table, rows: sent, seconds: seconds(started), phases }
+    const summary = { table, rows: sent, seconds: seconds(started), phases }
+    if (progress !== false) out.write(`${table}: ${sent.toLocaleString('en-US')} rows in ${summary.seconds} s (${Object.entries(phases).map(([p, s]) => `${p} ${s} s`).join(', ')})\n`)
+    return summary
   } catch (err) {
     await db.query(`DROP TABLE IF EXISTS ${load}`).catch(() => {})
     throw err
@@ -115,12 +120,22 @@ export function binaryRows (types) {
     buf.copy(bigger, 0, 0, at)
     buf = bigger
   }
-  const string = (s, version) => {
-    room(5 + 3 * s.length) // a UTF-16 unit is at most 3 bytes of UTF-8
+  const piece = (p) => {
+    if (typeof p === 'string') {
+      room(3 * p.length) // a UTF-16 unit is at most 3 bytes of UTF-8
+      at += buf.write(p, at)
+    } else {
+      room(p.length)
+      at += p.copy(buf, at)
+    }
+  }
+  const bytes = (value, version) => {
+    room(5)
     const lengthAt = at
     at += 4
     if (version) buf[at++] = version
-    at += buf.write(s, at)
+    if (Array.isArray(value)) for (const p of value) piece(p)
+    else piece(value)
     buf.writeInt32BE(at - lengthAt - 4, lengthAt)
   }
   return {
@@ -147,7 +162,7 @@ export function binaryRows (types) {
           buf.writeInt32BE(v, at + 4)
           at += 8
         } else {
-          string(v, types[i] === 'jsonb' ? 1 : 0)
+          bytes(v, types[i] === 'jsonb' ? 1 : 0)
         }
       }
     },
