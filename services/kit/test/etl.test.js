@@ -138,7 +138,15 @@ test('seedTable: a row PostgreSQL refuses fails the seed loudly and leaves the l
   try {
     await client.query(SEEDED)
     await client.query("INSERT INTO s (id, note) VALUES (1, 'old')")
-    await assert.rejects(seedInto(url, (id) => [id, id === 650 ? '{"broken":' : '{}', null]), /invalid input syntax for type json/)
+    // Parts of ~1 MB (several chunks each), the broken row early in the second: whichever stream
+    // notices first, the seed fails with the server's error, not with another stream's stop.
+    const note = 'x'.repeat(500)
+    await assert.rejects(seedInto(url, null, {
+      parts: 40,
+      rows: function * (part) {
+        for (let id = part * 2000 + 1; id <= (part + 1) * 2000; id++) yield [id, id === 2100 ? '{"broken":' : '{}', note]
+      }
+    }), /invalid input syntax for type json/)
     const { rows } = await client.query('SELECT id, note FROM s')
     assert.deepEqual(rows, [{ id: 1, note: 'old' }])
     const { rows: [left] } = await client.query("SELECT count(*)::int AS n FROM pg_class WHERE relname = 's_load'")

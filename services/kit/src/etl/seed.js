@@ -47,21 +47,23 @@ export async function seedTable ({ connect, spec, parts, rows, streams = availab
     let sent = 0
     let bytes = 0
     let partsDone = 0
-    let failed = false // one stream failing stops the others at their next part
+    let failed = false // one stream failing stops the others at their next chunk
     const stream = async () => {
       const conn = await connect()
       try {
         const copy = conn.copy(`COPY ${load} (${names.join(', ')}) FROM STDIN (FORMAT binary)`)
-        const copied = finished(copy)
+        let refused = null // what the server said, when it ended this COPY early
+        const copied = finished(copy).catch((err) => { refused = err; failed = true; throw err })
         copied.catch(() => {}) // awaited below; an early failure must not be an unhandled rejection
         const writer = binaryRows(Object.values(spec.columns))
         writer.header()
         try {
-          for (let part = next++; part < parts && !failed; part = next++) {
+          for (let part = next++; part < parts; part = next++) {
             for (const row of rows(part)) {
               writer.row(row)
               sent++
               if (writer.full()) {
+                if (failed) throw refused ?? Object.assign(new Error('stopped: another stream failed'), { stopped: true })
                 const chunk = writer.take()
                 bytes += chunk.length
                 if (!copy.write(chunk)) await once(copy, 'drain')
@@ -70,21 +72,24 @@ export async function seedTable ({ connect, spec, parts, rows, streams = availab
             partsDone++
             meter?.update(sent, bytes, (bytes / partsDone) * parts) // total: estimated from the parts so far
           }
-          if (failed) throw new Error('another stream failed')
           writer.trailer()
           copy.end(writer.take())
         } catch (err) {
-          failed = true
           copy.destroy(err)
           throw err
         }
         await copied
+      } catch (err) {
+        failed = true
+        throw err
       } finally {
         await conn.end()
       }
     }
     let t0 = Date.now()
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(streams, parts)) }, stream))
+    const ends = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(streams, parts)) }, stream))
+    const failures = ends.filter((e) => e.status === 'rejected').map((e) => e.reason)
+    if (failures.length) throw failures.find((err) => !err.stopped) ?? failures[0] // the cause, not its echoes
     meter?.done(sent, bytes)
     const phases = { copy: seconds(t0) }
     t0 = Date.now()
