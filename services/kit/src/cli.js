@@ -158,16 +158,7 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
     async run (values, ctx) {
       const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams') }
       if (options.streams < 1) throw new UsageError('--streams must be at least 1')
-      await migrateCommand(ctx.service, ctx)
-      await inCappedThread('seed-worker.js', {
-        etlModule: String(etlModule),
-        databaseUrl: ctx.config.DATABASE_URL,
-        databasePassword: ctx.config.DATABASE_PASSWORD,
-        applicationName: `${ctx.service.name}-seed`,
-        options,
-        progress: process.stderr.isTTY ? true : 'lines'
-      })
-      await clearCache(ctx, cachePrefix)
+      await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, data: { options } })
     }
   }
 }
@@ -179,19 +170,27 @@ function loadCommand ({ etlModule, cachePrefix }) {
     options: { dir: { type: 'string' }, rejects: { type: 'string' } },
     async run ({ dir, rejects }, ctx) {
       if (!dir) throw new UsageError('--dir DIR is required')
-      await migrateCommand(ctx.service, ctx)
-      await inCappedThread('load-worker.js', {
-        etlModule: String(etlModule),
-        databaseUrl: ctx.config.DATABASE_URL,
-        databasePassword: ctx.config.DATABASE_PASSWORD,
-        applicationName: `${ctx.service.name}-load`,
-        dir,
-        rejectsFile: rejects ?? `${dir}/rejects.csv`,
-        progress: process.stderr.isTTY ? true : 'lines'
-      })
-      await clearCache(ctx, cachePrefix)
+      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv` } })
     }
   }
+}
+
+/**
+ * What load and seed share: migrate, run etl/<worker> (the etlModule's load or seed) in a capped
+ * thread with the database settings and `data`, then clear the cached answers under `cachePrefix`,
+ * whose data was just replaced.
+ */
+async function replaceData (ctx, { worker, etlModule, cachePrefix, data }) {
+  await migrateCommand(ctx.service, ctx)
+  await inCappedThread(worker, {
+    etlModule: String(etlModule),
+    databaseUrl: ctx.config.DATABASE_URL,
+    databasePassword: ctx.config.DATABASE_PASSWORD,
+    applicationName: `${ctx.service.name}-${worker.replace('-worker.js', '')}`,
+    progress: process.stderr.isTTY ? true : 'lines',
+    ...data
+  })
+  await clearCache(ctx, cachePrefix)
 }
 
 // After new data is swapped in, the cached answers under `prefix` are old: delete them.

@@ -90,6 +90,15 @@ test('the same COPY text loads into an embedded PGlite', async () => {
 const SEEDED = `CREATE TABLE s (id integer PRIMARY KEY, doc jsonb COMPRESSION lz4, note text,
   version integer NOT NULL DEFAULT 1, CHECK (doc IS NOT NULL OR note IS NOT NULL));
   CREATE INDEX s_note_idx ON s (note)`
+// A database with table s holding one old row; returns { url, client } (end the client).
+async function withOldRow (prefix) {
+  const url = await createDatabase(prefix)
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query(SEEDED)
+  await client.query("INSERT INTO s (id, note) VALUES (1, 'old')")
+  return { url, client }
+}
 const seedInto = (url, rows, extra = {}) => seedTable({
   connect: async () => {
     const client = new pg.Client({ connectionString: url })
@@ -105,12 +114,8 @@ const seedInto = (url, rows, extra = {}) => seedTable({
 })
 
 test('seedTable: parts over parallel binary COPY streams, every value intact (strings or pieces), indexes, defaults and lz4 kept', async () => {
-  const url = await createDatabase('seed')
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
+  const { url, client } = await withOldRow('seed')
   try {
-    await client.query(SEEDED)
-    await client.query("INSERT INTO s (id, note) VALUES (1, 'old')")
     const doc = (id) => ({ id, name: AWKWARD[id % AWKWARD.length], nested: [1.5, null, true, { 'ключ': 'значение' }] })
     // Values as strings, and (even ids) as pieces: a Buffer then a string.
     const json = (id) => id % 2 ? JSON.stringify(doc(id)) : [Buffer.from(JSON.stringify(doc(id)).slice(0, 6)), JSON.stringify(doc(id)).slice(6)]
@@ -132,12 +137,8 @@ test('seedTable: parts over parallel binary COPY streams, every value intact (st
 })
 
 test('seedTable: a row PostgreSQL refuses fails the seed loudly and leaves the live table as it was', async () => {
-  const url = await createDatabase('seedfail')
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
+  const { url, client } = await withOldRow('seedfail')
   try {
-    await client.query(SEEDED)
-    await client.query("INSERT INTO s (id, note) VALUES (1, 'old')")
     // Parts of ~1 MB (several chunks each), the broken row early in the second: whichever stream
     // notices first, the seed fails with the server's error, not with another stream's stop.
     const note = 'x'.repeat(500)
