@@ -5,7 +5,8 @@
 //   menu     10M menus generated and loaded in ≤ 180 s, in constant memory (`seed`: generated straight
 //            into PostgreSQL; --files also times the path through 12.8 GB of CSV, generate + load)
 //   profile  10M restaurants, in constant memory (generate + load)
-//   npm run bench:etl [-- --service product|profile|menu] [--size N] [--regenerate] [--files]
+//   npm run bench:etl [-- --service product|profile|menu] [--size N] [--regenerate] [--files] [--streams K]
+// (--streams: the seed's COPY connections, default one per CPU; 1 shows what parallel parsing gains)
 // The CSVs are generated once into .data/<service>-<N>/ and reused (--regenerate: again, timed). The
 // PostgreSQL is set up for bulk loads: wal_level=minimal, so a COPY into a table created in its own
 // transaction writes no WAL; fsync stays on.
@@ -22,7 +23,7 @@ const SERVICES = {
   profile: { count: 'restaurants', full: 10_000_000, targets: {}, memoryMb: 256 }
 }
 const { values: opts } = parseArgs({
-  options: { service: { type: 'string', default: 'product' }, size: { type: 'string' }, regenerate: { type: 'boolean', default: false }, files: { type: 'boolean', default: false } }
+  options: { service: { type: 'string', default: 'product' }, size: { type: 'string' }, regenerate: { type: 'boolean', default: false }, files: { type: 'boolean', default: false }, streams: { type: 'string' } }
 })
 const spec = SERVICES[opts.service]
 if (!spec) throw new Error(`--service must be one of ${Object.keys(SERVICES).join(', ')}`)
@@ -77,8 +78,9 @@ try {
   const steps = [] // [name, { seconds, peakMb }, rows, bytes]
   if (spec.seed) {
     say('seeding: generating straight into PostgreSQL')
-    const seeded = await timed(['seed', `--${spec.count}`, String(size)], { DATABASE_URL: await pgServer.createDatabase('seed') })
-    steps.push(['seed (generate straight into PostgreSQL)', seeded, size, null])
+    const streams = opts.streams ? ['--streams', opts.streams] : []
+    const seeded = await timed(['seed', `--${spec.count}`, String(size), ...streams], { DATABASE_URL: await pgServer.createDatabase('seed') })
+    steps.push([`seed (generate straight into PostgreSQL${opts.streams ? `, ${opts.streams} streams` : ''})`, seeded, size, null])
   }
   let loaded = null
   if (viaFiles) {

@@ -21,7 +21,7 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
  * @param {{ table: string, columns: Record<string, 'int4'|'text'|'jsonb'>, sequence?: string, primaryKey?: string }} o.spec
  *   columns in the order the rows give them; a text or jsonb value is a string, a Buffer of UTF-8,
  *   or an array of those written one after another (a generator that assembles values from a
- *   pool of pre-encoded pieces spares itself joining and encoding them: half its CPU for menus);
+ *   pool of pre-encoded pieces spares itself joining and encoding them);
  *   null is NULL
  * @param {number} o.parts               how many parts there are
  * @param {(part: number) => Iterable<any[]>} o.rows  the rows of one part
