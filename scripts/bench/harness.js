@@ -134,5 +134,14 @@ export function table (rows) {
   return out.join('\n')
 }
 
+/**
+ * Requests each of `paths` once, 50 at a time (autocannon), so that a case measures a warm cache:
+ * every key it will read is in Redis before it starts.
+ */
+export async function warm (url, paths) {
+  let next = 0
+  await autocannon({ url, connections: 50, amount: paths.length, requests: [{ setupRequest: (req) => ({ ...req, path: paths[next++] }) }] })
+}
+
 /** A random element of a list. */
 export const pick = (list) => list[Math.floor(Math.random() * list.length)]

@@ -2,7 +2,7 @@
 // fixed 1K RPS (open loop, bench/rate.js), bare Fastify (the latency floor of this machine and this
 // client), uncached styles, and page 1 against the deepest page interleaved in one run so that both
 // meet the same noise. Ends with the product issue's targets.
-import { runBench, pick } from './harness.js'
+import { runBench, pick, warm } from './harness.js'
 
 export const defaults = { products: 100_000 }
 
@@ -22,10 +22,10 @@ export function run ({ products = defaults.products, ...opts }) {
         'products/:id/styles': (list) => `/products/${pick(list)}/styles`,
         'products/:id/related': (list) => `/products/${pick(list)}/related`
       }
-      for (const id of hot) {
-        await Promise.all(['', '/styles', '/related'].map((s) => fetch(`${cached.url}/products/${id}${s}`).then((r) => r.arrayBuffer())))
-      }
-      for (let p = 1; p <= 1000; p++) await fetch(`${cached.url}/products?page=${p}&count=5`).then((r) => r.arrayBuffer())
+      await warm(cached.url, [
+        ...hot.flatMap((id) => ['', '/styles', '/related'].map((s) => `/products/${id}${s}`)),
+        ...Array.from({ length: 1000 }, (_, i) => `/products?page=${i + 1}&count=5`)
+      ])
       const first = '/products?page=1&count=5'
       const deepest = `/products?page=${lastPage}&count=5`
       let turn = 0

@@ -2,8 +2,7 @@
 // (every restaurant read once first: the steady state of a running service, not its first minute)
 // and uncached, and writes: PUT and PATCH alternating on uniform ids, each committed, version bumped
 // and two cache keys invalidated before it answers.
-import autocannon from 'autocannon'
-import { runBench, pick } from './harness.js'
+import { runBench, pick, warm } from './harness.js'
 
 export const defaults = { restaurants: 100_000 }
 
@@ -13,13 +12,11 @@ export function run ({ restaurants = defaults.restaurants, ...opts }) {
     service: 'profile',
     dataset: { count: 'restaurants', size: restaurants },
     uncached: true,
-    async cases ({ db, cached, uncached, connections }) {
+    async cases ({ db, cached, uncached }) {
       const ids = (await db.query('SELECT id FROM restaurants ORDER BY id')).rows.map((r) => r.id)
       const hot = ids.slice(0, 20)
       const mix = () => (Math.random() < 0.75 ? pick(hot) : pick(ids))
-      let next = 0
-      const warm = (req) => { const i = next++; return { ...req, path: `/restaurants/${ids[(i >> 1) % ids.length]}${i % 2 ? '/profile' : ''}` } }
-      await autocannon({ url: cached.url, connections, amount: 2 * ids.length, requests: [{ setupRequest: warm }] })
+      await warm(cached.url, ids.flatMap((id) => [`/restaurants/${id}`, `/restaurants/${id}/profile`]))
       let n = 0
       const write = (req) => {
         const i = n++
