@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned Go tools (helm, kubeconform, yq, k6, helm-unittest) into a cache outside the
+# Installs the pinned Go tools (helm, kubeconform, yq, vegeta, helm-unittest) into a cache outside the
 # clone, so later runs and CI reuse them; skips what is already there. Needs Go.
 # Prints the directory to put on PATH:  PATH="$(bash scripts/tools.sh):$PATH"
 # (npm test puts that directory on PATH by itself.)
@@ -18,7 +18,7 @@ install() { # name module version
 install helm helm.sh/helm/v4/cmd/helm v4.3.1
 install kubeconform github.com/yannh/kubeconform/cmd/kubeconform v0.8.0
 install yq github.com/mikefarah/yq/v4 v4.54.1
-install k6 go.k6.io/k6 v1.8.1
+install vegeta github.com/tsenart/vegeta/v12 v12.13.0
 
 # helm-unittest has replace directives, so go install refuses it: build it from the module source.
 # Run it as `helm-unittest CHART_DIR` (the same program the helm plugin runs).
