@@ -13,6 +13,7 @@ import { createCache } from './cache.js'
 import { createMetrics } from './metrics.js'
 import { migrate } from './migrate.js'
 import { runWorkers } from './workers.js'
+import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
 const YOUNG_MB = 24
@@ -53,6 +54,10 @@ export async function runCli (serviceUrl, commands = {}) {
     const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true })
     await command.run(values, { service, config, log })
   } catch (err) {
+    if (err instanceof CommandError) {
+      console.error(`${service.name} ${name}: ${err.message}`)
+      process.exit(1)
+    }
     if (!(err instanceof UsageError) && !err.code?.startsWith('ERR_PARSE_ARGS')) throw err
     console.error(`${service.name} ${name}: ${err.message}`)
     process.exit(2)
@@ -62,9 +67,18 @@ export async function runCli (serviceUrl, commands = {}) {
 /** A mistake in the command line: printed as one line, exit code 2. */
 class UsageError extends Error {}
 
+/** A command that failed for a reason it can say in one line (a refused load, a migration that failed): exit code 1. */
+export class CommandError extends Error {}
+
 function wholeNumber (values, name) {
   if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
   return Number(values[name])
+}
+
+function ratio (values, name) {
+  const v = Number(values[name])
+  if (!/^\d*\.?\d+$/.test(values[name]) || v > 1) throw new UsageError(`--${name} must be a number from 0 to 1 (got "${values[name]}")`)
+  return v
 }
 
 /**
@@ -127,20 +141,29 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
 }
 
 /**
- * Runs etl/<file> in a worker thread with a capped heap; resolves to the message it posts. Generating
- * or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far past what the
- * work needs: with it, memory stays flat whatever the data size (or the thread fails, loudly).
+ * Runs etl/<file> in a worker thread with a capped heap; resolves to its result (etl/thread.js).
+ * Generating or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far
+ * past what the work needs: with it, memory stays flat whatever the data size (or the thread fails,
+ * loudly). A failure the thread can say in a sentence (a refused load) becomes a CommandError.
  */
 async function inCappedThread (file, workerData) {
   const worker = new Worker(new URL(`./etl/${file}`, import.meta.url), {
     workerData,
     resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: YOUNG_MB }
   })
-  let result
-  worker.on('message', (m) => { result = m })
+  let message = {}
+  worker.on('message', (m) => { message = m })
+  let crash = null
+  worker.on('error', (err) => { crash = err })
   const [code] = await once(worker, 'exit')
+  if (message.failed) {
+    const { message: text, stack, sentence } = message.failed
+    throw sentence ? new CommandError(text) : Object.assign(new Error(text), { stack })
+  }
+  if (crash?.code === 'ERR_WORKER_OUT_OF_MEMORY') throw new CommandError(`out of memory: the ${file.replace('-worker.js', '')} thread's heap is capped at ${HEAP_MB} MB`)
+  if (crash) throw crash
   if (code !== 0) throw new Error(`${file} failed (worker exit ${code})`)
-  return result
+  return message.result
 }
 
 /**
@@ -149,28 +172,49 @@ async function inCappedThread (file, workerData) {
  */
 function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
   return {
-    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs]`,
+    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs] [--swap-wait ${LOAD_DEFAULTS.swapWaitSeconds}]`,
     options: {
       [count]: { type: 'string', default: String(defaultCount) },
       seed: { type: 'string', default: '1' },
-      streams: { type: 'string', default: String(availableParallelism()) }
+      streams: { type: 'string', default: String(availableParallelism()) },
+      'swap-wait': { type: 'string', default: String(LOAD_DEFAULTS.swapWaitSeconds) }
     },
     async run (values, ctx) {
-      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams') }
+      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams'), swapWaitSeconds: wholeNumber(values, 'swap-wait') }
       if (options.streams < 1) throw new UsageError('--streams must be at least 1')
       await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, data: { options } })
     }
   }
 }
 
-/** The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`. */
+/**
+ * The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under
+ * `cachePrefix`. A load that is not a plausible replacement (see loadTables) is refused: one line,
+ * exit 1, the live tables and the cache untouched.
+ */
 function loadCommand ({ etlModule, cachePrefix }) {
+  const d = LOAD_DEFAULTS
   return {
-    summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE]',
-    options: { dir: { type: 'string' }, rejects: { type: 'string' } },
-    async run ({ dir, rejects }, ctx) {
+    summary: `load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE] [--min-rows ${d.minRows}] [--max-reject-ratio ${d.maxRejectRatio}] [--max-record-length ${d.maxRecord}] [--swap-wait ${d.swapWaitSeconds}]`,
+    options: {
+      dir: { type: 'string' },
+      rejects: { type: 'string' },
+      'min-rows': { type: 'string', default: String(d.minRows) },
+      'max-reject-ratio': { type: 'string', default: String(d.maxRejectRatio) },
+      'max-record-length': { type: 'string', default: String(d.maxRecord) },
+      'swap-wait': { type: 'string', default: String(d.swapWaitSeconds) }
+    },
+    async run (values, ctx) {
+      const { dir, rejects } = values
       if (!dir) throw new UsageError('--dir DIR is required')
-      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv` } })
+      const limits = {
+        minRows: wholeNumber(values, 'min-rows'),
+        maxRejectRatio: ratio(values, 'max-reject-ratio'),
+        maxRecord: wholeNumber(values, 'max-record-length'),
+        swapWaitSeconds: wholeNumber(values, 'swap-wait')
+      }
+      if (limits.maxRecord < 1) throw new UsageError('--max-record-length must be at least 1')
+      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
     }
   }
 }

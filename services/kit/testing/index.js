@@ -2,7 +2,7 @@
 // plus a helper that runs a service as a real child process. Nothing here mocks anything.
 import { spawn, execFileSync } from 'node:child_process'
 import { mkdtemp, rm, chown } from 'node:fs/promises'
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, delimiter } from 'node:path'
@@ -84,6 +84,27 @@ export async function createDatabase (adminUrl, prefix = 'test') {
   await c.connect()
   try { await c.query(`CREATE DATABASE ${name}`) } finally { await c.end() }
   return adminUrl.replace(/\/[^/]*$/, `/${name}`)
+}
+
+/**
+ * Samples the peak resident memory (VmHWM, Linux) of process `pid` every 100 ms until stop(), which
+ * returns it in MB. Read just before the process exits, the high-water mark is its whole-life peak.
+ */
+export function watchMemory (pid) {
+  let peakKb = 0
+  const sample = () => {
+    try {
+      peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0))
+    } catch {} // gone already
+  }
+  const timer = setInterval(sample, 100)
+  return {
+    stop () {
+      clearInterval(timer)
+      sample()
+      return Math.round(peakKb / 1024)
+    }
+  }
 }
 
 /**
