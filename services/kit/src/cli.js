@@ -11,12 +11,15 @@ import { setTimeout } from 'node:timers/promises'
 import { createPool, isUnavailable } from './pg.js'
 import { createCache } from './cache.js'
 import { createMetrics } from './metrics.js'
-import { migrate } from './migrate.js'
+import { migrate, MigrationError } from './migrate.js'
 import { runWorkers } from './workers.js'
 import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
 const YOUNG_MB = 24
+// migrate's lock waits: --wait, but at least this (a concurrent migrate that is about to finish
+// must not fail a `--wait 0` run such as load's).
+const MIN_LOCK_WAIT_S = 5
 
 /**
  * @param {URL} serviceUrl  module whose default export is the service definition
@@ -29,7 +32,7 @@ export async function runCli (serviceUrl, commands = {}) {
   const all = {
     serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log) },
     migrate: {
-      summary: 'apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up]',
+      summary: `apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up, and for each lock (at least ${MIN_LOCK_WAIT_S})]`,
       options: { wait: { type: 'string', default: '0' } },
       run: (v, ctx) => migrateCommand(service, ctx, wholeNumber(v, 'wait'))
     },
@@ -83,10 +86,13 @@ function ratio (values, name) {
 
 /**
  * Applies the migrations. `waitSeconds`: while PostgreSQL is unreachable, retry this long (a pod
- * that starts with its database, as in a fresh `helm install`, migrates as soon as it answers).
+ * that starts with its database, as in a fresh `helm install`, migrates as soon as it answers);
+ * and the longest wait for each lock (the advisory lock another pod's migrate holds, a table a
+ * migration changes), at least MIN_LOCK_WAIT_S. The service's statement timeout does not apply.
+ * A failure is a CommandError: one line, exit 1.
  */
 export async function migrateCommand (service, { config, log }, waitSeconds = 0) {
-  const pool = createPool({ ...config, PG_POOL_MAX: 1 }, log, `${service.name}-migrate`)
+  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
   try {
     const deadline = Date.now() + waitSeconds * 1000
     for (let said = false; ; said = true) {
@@ -94,13 +100,18 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
         await pool.query('SELECT 1')
         break
       } catch (err) {
-        if (!isUnavailable(err) || Date.now() >= deadline) throw err
+        if (!isUnavailable(err)) throw err
+        if (Date.now() >= deadline) throw new CommandError(`PostgreSQL unreachable${waitSeconds ? ` after ${waitSeconds} s (--wait)` : ''}: ${err.message}`)
         if (!said) log.info({ err: err.message }, `waiting up to ${waitSeconds} s for PostgreSQL`)
         await setTimeout(1000)
       }
     }
-    const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m))
+    const lockTimeoutMs = Math.max(waitSeconds, MIN_LOCK_WAIT_S) * 1000
+    const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m), { lockTimeoutMs })
     log.info(`${applied.length} migration(s) applied, schema up to date`)
+  } catch (err) {
+    if (err instanceof MigrationError || err.severity !== undefined || isUnavailable(err)) throw new CommandError(err.message)
+    throw err
   } finally {
     await pool.end()
   }
