@@ -30,10 +30,10 @@ let embedded
 if (!databaseUrl) {
   const { PGlite } = await import('@electric-sql/pglite')
   const db = await PGlite.create()
-  const server = await servePglite(db)
-  databaseUrl = `postgres://postgres@127.0.0.1:${server.port}/postgres`
+  const server = await servePglite(db) // loopback only, with a password made for this start
+  databaseUrl = `postgres://postgres:${server.password}@127.0.0.1:${server.port}/postgres`
   embedded = { db, server }
-  log(`embedded PostgreSQL (PGlite, in memory) at ${databaseUrl}`)
+  log(`embedded PostgreSQL (PGlite, in memory) at postgres://postgres:***@127.0.0.1:${server.port}/postgres`)
 }
 
 const client = new pg.Client({ connectionString: databaseUrl })
