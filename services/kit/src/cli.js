@@ -122,14 +122,23 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
  * `generate({ out, [count]: n, seed })` and `load({ db, dir, rejectsFile, progress })`; with
  * `seed: true` also the `seed` command, for an etlModule that exports
  * `seed({ connect, [count]: n, seed, streams, progress })` (the generator straight into PostgreSQL).
- *   count: the name of the size option (`products`, `menus`…); files: what generate writes (for --help)
+ *   count: the name of the size option (`products`, `menus`…); files: what generate writes (for --help);
+ *   table: the table whose rows mean "the data set is there" (for --if-empty)
  */
-export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, files, seed = false }) {
+export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, files, table, seed = false }) {
   return {
     generate: generateCommand({ etlModule, count, defaultCount, files }),
-    load: loadCommand({ etlModule, cachePrefix }),
-    ...(seed && { seed: seedCommand({ etlModule, cachePrefix, count, defaultCount }) })
+    load: loadCommand({ etlModule, cachePrefix, table }),
+    ...(seed && { seed: seedCommand({ etlModule, cachePrefix, count, defaultCount, table }) })
   }
+}
+
+// Options load and seed share: a Job started with its database waits for it, and a seed Job run
+// again (an upgrade re-creates it) leaves the data that is there alone.
+const replaceOptions = {
+  wait: { type: 'string', default: '0' },
+  'if-empty': { type: 'boolean', default: false },
+  'swap-wait': { type: 'string', default: String(LOAD_DEFAULTS.swapWaitSeconds) }
 }
 
 function generateCommand ({ etlModule, count, defaultCount, files }) {
@@ -181,19 +190,19 @@ async function inCappedThread (file, workerData) {
  * The `seed` command: migrate, generate the data set straight into PostgreSQL over --streams
  * connections (no files: a 10M-row set needs no scratch volume), then clear the cached answers.
  */
-function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
+function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
   return {
-    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs] [--swap-wait ${LOAD_DEFAULTS.swapWaitSeconds}]`,
+    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs] [--wait SECONDS for PostgreSQL and each lock] [--if-empty: only into an empty ${table}] [--swap-wait ${LOAD_DEFAULTS.swapWaitSeconds}]`,
     options: {
       [count]: { type: 'string', default: String(defaultCount) },
       seed: { type: 'string', default: '1' },
       streams: { type: 'string', default: String(availableParallelism()) },
-      'swap-wait': { type: 'string', default: String(LOAD_DEFAULTS.swapWaitSeconds) }
+      ...replaceOptions
     },
     async run (values, ctx) {
       const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams'), swapWaitSeconds: wholeNumber(values, 'swap-wait') }
       if (options.streams < 1) throw new UsageError('--streams must be at least 1')
-      await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, data: { options } })
+      await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, table, values, data: { options } })
     }
   }
 }
@@ -203,17 +212,17 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
  * `cachePrefix`. A load that is not a plausible replacement (see loadTables) is refused: one line,
  * exit 1, the live tables and the cache untouched.
  */
-function loadCommand ({ etlModule, cachePrefix }) {
+function loadCommand ({ etlModule, cachePrefix, table }) {
   const d = LOAD_DEFAULTS
   return {
-    summary: `load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE] [--min-rows ${d.minRows}] [--max-reject-ratio ${d.maxRejectRatio}] [--max-record-length ${d.maxRecord}] [--swap-wait ${d.swapWaitSeconds}]`,
+    summary: `load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE] [--wait SECONDS for PostgreSQL and each lock] [--if-empty: only into an empty ${table}] [--min-rows ${d.minRows}] [--max-reject-ratio ${d.maxRejectRatio}] [--max-record-length ${d.maxRecord}] [--swap-wait ${d.swapWaitSeconds}]`,
     options: {
       dir: { type: 'string' },
       rejects: { type: 'string' },
+      ...replaceOptions,
       'min-rows': { type: 'string', default: String(d.minRows) },
       'max-reject-ratio': { type: 'string', default: String(d.maxRejectRatio) },
-      'max-record-length': { type: 'string', default: String(d.maxRecord) },
-      'swap-wait': { type: 'string', default: String(d.swapWaitSeconds) }
+      'max-record-length': { type: 'string', default: String(d.maxRecord) }
     },
     async run (values, ctx) {
       const { dir, rejects } = values
@@ -225,7 +234,7 @@ function loadCommand ({ etlModule, cachePrefix }) {
         swapWaitSeconds: wholeNumber(values, 'swap-wait')
       }
       if (limits.maxRecord < 1) throw new UsageError('--max-record-length must be at least 1')
-      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
+      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
     }
   }
 }
@@ -235,8 +244,12 @@ function loadCommand ({ etlModule, cachePrefix }) {
  * thread with the database settings and `data`, then clear the cached answers under `cachePrefix`,
  * whose data was just replaced.
  */
-async function replaceData (ctx, { worker, etlModule, cachePrefix, data }) {
-  await migrateCommand(ctx.service, ctx)
+async function replaceData (ctx, { worker, etlModule, cachePrefix, table, values, data }) {
+  await migrateCommand(ctx.service, ctx, wholeNumber(values, 'wait'))
+  if (values['if-empty'] && await holdsRows(ctx, table)) {
+    ctx.log.info(`${table} already holds data: left as it is (--if-empty)`)
+    return
+  }
   await inCappedThread(worker, {
     etlModule: String(etlModule),
     databaseUrl: ctx.config.DATABASE_URL,
@@ -246,6 +259,16 @@ async function replaceData (ctx, { worker, etlModule, cachePrefix, data }) {
     ...data
   })
   await clearCache(ctx, cachePrefix)
+}
+
+async function holdsRows ({ service, config, log }, table) {
+  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_POOL_MIN: 0 }, log, `${service.name}-check`)
+  try {
+    const { rows } = await pool.query(`SELECT EXISTS (SELECT 1 FROM ${table}) AS any`)
+    return rows[0].any
+  } finally {
+    await pool.end()
+  }
 }
 
 // After new data is swapped in, the cached answers under `prefix` are old: delete them.

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { startPostgres } from '@suite/kit/testing'
+import { startPostgres, databaseEnv } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
 
 const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
@@ -19,7 +19,7 @@ const fixtureMigration = fileURLToPath(new URL('./fixture/migrations/001_fixture
 
 function migrate (url, ...args) {
   const env = typeof args.at(-1) === 'object' ? args.pop() : {}
-  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, DATABASE_URL: url, PG_CONNECT_TIMEOUT_MS: '500', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, ...databaseEnv(url), PG_CONNECT_TIMEOUT_MS: '500', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })

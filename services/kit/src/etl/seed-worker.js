@@ -2,12 +2,13 @@
 import { workerData } from 'node:worker_threads'
 import pg from 'pg'
 import { pgTarget } from './copy.js'
+import { connectionOptions } from '../pg.js'
 import { runInThread } from './thread.js'
 
 const { etlModule, databaseUrl, databasePassword, applicationName, options, progress } = workerData
 const { seed } = await import(etlModule)
 async function connect () {
-  const client = new pg.Client({ connectionString: databaseUrl, password: databasePassword, application_name: applicationName })
+  const client = new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName })
   await client.connect()
   return { ...pgTarget(client), end: () => client.end() }
 }
