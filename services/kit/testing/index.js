@@ -88,7 +88,7 @@ export async function createDatabase (adminUrl, prefix = 'test') {
 
 /**
  * Samples the peak resident memory (VmHWM, Linux) of process `pid` every 100 ms until stop(), which
- * returns it in MB. Read just before the process exits, the high-water mark is its whole-life peak.
+ * returns it in MB: the high-water mark, so a peak between two samples is not missed.
  */
 export function watchMemory (pid) {
   let peakKb = 0
@@ -105,6 +105,21 @@ export function watchMemory (pid) {
       return Math.round(peakKb / 1024)
     }
   }
+}
+
+/**
+ * The processes (pids) whose environment holds `name=value` (Linux /proc): give a command a unique
+ * marker variable, and whatever it started and left behind — servers, services — is found by it.
+ */
+export function processesWithEnv (name, value) {
+  const want = `${name}=${value}`
+  const found = []
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(want)) found.push(Number(pid))
+    } catch {} // gone, or not ours to read
+  }
+  return found
 }
 
 /**
