@@ -100,7 +100,8 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
         await pool.query('SELECT 1')
         break
       } catch (err) {
-        if (!isUnavailable(err)) throw err
+        // Not a server still starting: a refused password, a certificate that does not verify.
+        if (!isUnavailable(err)) throw new CommandError(`cannot connect to PostgreSQL: ${err.message}`)
         if (Date.now() >= deadline) throw new CommandError(`PostgreSQL unreachable${waitSeconds ? ` after ${waitSeconds} s (--wait)` : ''}: ${err.message}`)
         if (!said) log.info({ err: err.message }, `waiting up to ${waitSeconds} s for PostgreSQL`)
         await setTimeout(1000)
