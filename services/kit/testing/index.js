@@ -13,6 +13,7 @@ import pg from 'pg'
 import Ajv from 'ajv'
 import addFormats from 'ajv-formats'
 import { errorSchema } from '../src/app.js'
+export { checkErrorContract, assertError, raw } from './contract.js'
 
 export async function freePort () {
   return new Promise((resolve, reject) => {
