@@ -1,11 +1,21 @@
 // One pg Pool per worker thread.
 import pg from 'pg'
 
+/**
+ * The connection string of DATABASE_URL with DATABASE_PASSWORD in it, when set. pg cannot take the
+ * two apart: what it parses from the URL (an empty password) overrides its `password` option.
+ */
+export function connectionString (url, password) {
+  if (password === undefined) return url // the URL's own password, or libpq's PGPASSWORD
+  const u = new URL(url)
+  u.password = encodeURIComponent(password)
+  return u.href
+}
+
 /** @returns {pg.Pool} */
 export function createPool (config, log, applicationName) {
   const pool = new pg.Pool({
-    connectionString: config.DATABASE_URL,
-    password: config.DATABASE_PASSWORD, // undefined: the URL's own password, or libpq's PGPASSWORD
+    connectionString: connectionString(config.DATABASE_URL, config.DATABASE_PASSWORD),
     max: config.PG_POOL_MAX,
     // Connections above `min` close after 30 s idle. A new one costs a request its connect and the
     // re-preparing of its statements (milliseconds: the tail at a steady 1K RPS), so by default none close.

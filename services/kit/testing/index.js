@@ -1,7 +1,7 @@
 // Throwaway PostgreSQL and Redis servers for tests and benchmarks, started from the binaries on PATH,
 // plus a helper that runs a service as a real child process. Nothing here mocks anything.
 import { spawn, execFileSync } from 'node:child_process'
-import { mkdtemp, rm, chown } from 'node:fs/promises'
+import { mkdtemp, rm, chown, writeFile } from 'node:fs/promises'
 import { existsSync, readdirSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -90,19 +90,35 @@ export async function createDatabase (adminUrl, prefix = 'test') {
 /**
  * Starts a PostgreSQL server in a temporary directory on a free loopback port.
  * `settings` are extra `-c name=value` server settings (a benchmark passes bulk-load tuning here).
- * Returns { url, port, dir, createDatabase(), stop({ keepData }), start() }.
+ * `password`: the postgres user needs it (scram-sha-256, as a real server), else trust; `url` carries
+ * it, `bareUrl` does not (for a service given DATABASE_PASSWORD apart, as the charts do).
+ * Returns { url, bareUrl, port, dir, createDatabase(), stop({ keepData }), start() }.
  */
-export async function startPostgres ({ settings = {} } = {}) {
+export async function startPostgres ({ settings = {}, password } = {}) {
   const initdb = findBinary('initdb', 'postgresql (apt-get install postgresql)')
   const postgres = findBinary('postgres', 'postgresql (apt-get install postgresql)')
   const user = serverUser()
   const dir = await mkdtemp(join(tmpdir(), 'suite-pg-'))
   if (user.uid !== undefined) await chown(dir, user.uid, user.gid)
-  execFileSync(initdb, ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...user, stdio: 'pipe' })
+  // With a password, initdb reads it from a file, kept out of the (empty) data directory.
+  let auth = ['--auth=trust']
+  let pwdir
+  if (password !== undefined) {
+    pwdir = await mkdtemp(join(tmpdir(), 'suite-pgpw-'))
+    await writeFile(join(pwdir, 'pw'), `${password}\n`, { mode: 0o600 })
+    if (user.uid !== undefined) { await chown(pwdir, user.uid, user.gid); await chown(join(pwdir, 'pw'), user.uid, user.gid) }
+    auth = ['--auth=scram-sha-256', `--pwfile=${join(pwdir, 'pw')}`]
+  }
+  try {
+    execFileSync(initdb, ['-D', dir, '-U', 'postgres', ...auth, '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...user, stdio: 'pipe' })
+  } finally {
+    if (pwdir) await rm(pwdir, { recursive: true, force: true })
+  }
   const port = await freePort()
   const args = ['-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300']
   for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  const bareUrl = `postgres://postgres@127.0.0.1:${port}/postgres`
+  const url = password === undefined ? bareUrl : `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`
   let child, output
   const start = async () => {
     child = spawn(postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -117,6 +133,7 @@ export async function startPostgres ({ settings = {} } = {}) {
   await start()
   return {
     url,
+    bareUrl,
     port,
     dir,
     output: () => output(),
@@ -132,17 +149,19 @@ export async function startPostgres ({ settings = {} } = {}) {
 }
 
 /**
- * Starts redis-server on a free loopback port with persistence off.
+ * Starts redis-server on a free loopback port with persistence off (`password`: AUTH required).
  * Returns { url, port, kill(), start(), pause(), resume(), stop() }: kill() is SIGKILL (a crash), start()
  * brings it back on the same port; pause() stops the process without closing connections (a stalled
  * server or a network partition: requests hang), resume() lets it go on with its data.
  */
-export async function startRedis () {
+export async function startRedis ({ password } = {}) {
   const bin = findBinary('redis-server', 'redis-server (apt-get install redis-server)')
   const port = await freePort()
   let child
   const start = async () => {
-    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    // The password goes in on stdin ("-": read the configuration there), not on a command line.
+    child = spawn(bin, ['-', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    child.stdin.end(password === undefined ? '' : `requirepass "${password}"\n`)
     const output = collect(child)
     await waitFor(() => {
       if (child.exitCode !== null) throw new Error(`redis-server exited: ${output()}`)
