@@ -107,15 +107,18 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
     if (status === 500) request.log.error({ err: error }, 'request failed')
     return sendError(reply, status, status === 500 ? 'Internal Server Error' : messageOf(error, request))
   })
-  // A known path with another method: 405 and the methods it has (OPTIONS: just those, 204).
-  app.setNotFoundHandler((request, reply) => {
+  // A known path with another method: 405 and the methods it has (OPTIONS: just those, 204). Answered
+  // in onRequest, before Fastify reads a body (it would refuse a QUERY without Content-Type first).
+  const notFound = (request, reply) => {
     const path = request.url.split('?')[0]
     const allow = allowed(path)
     if (!allow) return sendError(reply, 404, `Route ${request.method}:${path} not found`)
     reply.header('allow', allow)
     if (request.method === 'OPTIONS') return reply.code(204).send()
     return sendError(reply, 405, `${request.method} is not allowed on ${path} (allowed: ${allow})`)
-  })
+  }
+  app.addHook('onRequest', async (request, reply) => { if (request.is404) return notFound(request, reply) })
+  app.setNotFoundHandler(notFound)
 
   await app.register(swagger, {
     openapi: {

@@ -1,29 +1,32 @@
 // Conditional requests (RFC 9110 §13). A versioned document's ETag is `"<version>"` (strong).
 // If-Match and If-None-Match are `*` or a list of entity-tags (`"3", W/"4"`); If-Match compares
-// strongly (a weak tag never matches), If-None-Match weakly (W/"3" matches "3").
+// strongly (a weak tag never matches), If-None-Match weakly (W/"3" matches "3"). A value that is not
+// that (`3`, `"3`) names no entity-tag, so it matches none: If-Match then fails (412), If-None-Match
+// holds — as for any tag that is not current. It is not refused with a 400: a precondition is a
+// question about the current version, and a malformed one has the answer "no match".
 import { INT4_MAX } from './validation.js'
 
 const TAG = '(W/)?"[!#-~]*"'
-/** Their syntax; a header that does not follow it is a 400 naming it. */
-export const ETAG_LIST_PATTERN = `^\\s*(\\*|${TAG}(\\s*,\\s*${TAG})*)\\s*$`
+// OWS is spaces and tabs; HTTP already trimmed the ends of the value.
+const LIST = new RegExp(`^(${TAG}([ \\t]*,[ \\t]*${TAG})*)$`)
 
-/** Header schemas for a route's `headers`: `{ ...conditionalHeaders }`. */
+const GRAMMAR = '`*` or entity-tags (`"3"`, `"3", W/"4"`); anything else matches no ETag'
 export const ifMatchHeader = {
   type: 'string',
-  pattern: ETAG_LIST_PATTERN,
-  description: '`*` or ETags (`"3"`, `"3", "4"`): the write happens only if the current ETag is one of them (strong comparison: a W/ tag never matches); else 412'
+  description: `${GRAMMAR}. The write happens only if the current ETag is listed (strong comparison: a W/ tag never matches), or with \`*\` if it exists; else 412`
 }
 export const ifNoneMatchHeader = {
   type: 'string',
-  pattern: ETAG_LIST_PATTERN,
-  description: '`*` or ETags (weak comparison): on GET, 304 when the current ETag is listed (or `*` and it exists); on a write, 412 instead'
+  description: `${GRAMMAR}. On GET, 304 when the current ETag is listed (weak comparison) or \`*\` and it exists; on a write, 412 instead`
 }
 
-/** The entity-tags of a header: undefined (absent), '*', or [{ weak, tag }]. */
+/** The entity-tags of a header: undefined (absent), '*', or [{ weak, tag }] ([] when it is not a list of them). */
 export function entityTags (header) {
   if (header === undefined) return undefined
-  if (header.trim() === '*') return '*'
-  return [...header.matchAll(/(W\/)?"([^"]*)"/g)].map((m) => ({ weak: m[1] !== undefined, tag: m[2] }))
+  const value = header.trim()
+  if (value === '*') return '*'
+  if (!LIST.test(value)) return []
+  return [...value.matchAll(/(W\/)?"([^"]*)"/g)].map((m) => ({ weak: m[1] !== undefined, tag: m[2] }))
 }
 
 // The version a tag names, or null when it names none of ours (then it can never match).

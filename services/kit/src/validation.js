@@ -5,14 +5,19 @@
 import Ajv from 'ajv'
 import addFormats from 'ajv-formats'
 
-// Text that PostgreSQL can store and that is Unicode: no NUL (a text column cannot hold it) and no
-// unpaired UTF-16 surrogate (not a character: the driver would store U+FFFD, so two different names
-// would become one). The pattern reads the same to ajv (a `u` regexp) and to other tools (Python).
-export const TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$'
+// Text that PostgreSQL can store and that is Unicode: no NUL (a text column cannot hold it: a pattern
+// every tool reads alike) and no unpaired UTF-16 surrogate (not a character: the driver would store
+// U+FFFD, so two different names would become one). Surrogates have no spelling in most regexp
+// engines (Rust's, Python's JSON Schema validators), so that half is the format `unicode`, defined
+// here for ajv; to other tools an unknown format is a note, and they cannot send a lone surrogate anyway.
+export const TEXT_PATTERN = '^[^\\u0000]*$'
 const TEXT_RULE = 'must not contain NUL (\\u0000) or an unpaired surrogate (\\uD800-\\uDFFF)'
 
 /** A string schema for free text: `text({ minLength: 1, maxLength: 200 })`. */
-export const text = (schema = {}) => ({ type: 'string', pattern: TEXT_PATTERN, ...schema })
+export const text = (schema = {}) => ({ type: 'string', pattern: TEXT_PATTERN, format: 'unicode', ...schema })
+
+/** Adds the `unicode` format (well-formed UTF-16: no unpaired surrogate) to an ajv instance. */
+export const withUnicodeFormat = (ajv) => ajv.addFormat('unicode', (s) => s.isWellFormed())
 
 /** An absolute http(s) URL (a picture, a menu link): never `javascript:`, `data:` or `file:`. */
 export const httpUrl = (maxLength, schema = {}) => ({ type: 'string', format: 'uri', pattern: '^https?://', maxLength, ...schema })
@@ -27,8 +32,8 @@ const CANONICAL_INTEGER = /^(0|-?[1-9][0-9]*)$/
 
 // useDefaults: a missing value takes the schema's default (page=1, count=5), as with Fastify's own ajv.
 const options = { allErrors: false, strict: false, useDefaults: true }
-const strict = addFormats(new Ajv({ ...options, coerceTypes: false }))
-const coercing = addFormats(new Ajv({ ...options, coerceTypes: 'array' }))
+const strict = withUnicodeFormat(addFormats(new Ajv({ ...options, coerceTypes: false })))
+const coercing = withUnicodeFormat(addFormats(new Ajv({ ...options, coerceTypes: 'array' })))
 
 /** Fastify's validatorCompiler. */
 export function validatorCompiler ({ schema, httpPart }) {
@@ -64,7 +69,7 @@ function namingTheField (validate) {
     wrapped.errors = validate.errors?.map((e) => {
       if (e.keyword === 'required') return { ...e, instancePath: `${e.instancePath}/${e.params.missingProperty}`, message: 'is required' }
       if (e.keyword === 'additionalProperties') return { ...e, instancePath: `${e.instancePath}/${e.params.additionalProperty}`, message: 'is not allowed' }
-      if (e.keyword === 'pattern' && e.params.pattern === TEXT_PATTERN) return { ...e, message: TEXT_RULE }
+      if ((e.keyword === 'pattern' && e.params.pattern === TEXT_PATTERN) || (e.keyword === 'format' && e.params.format === 'unicode')) return { ...e, message: TEXT_RULE }
       return e
     })
     return ok

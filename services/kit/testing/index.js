@@ -13,6 +13,7 @@ import pg from 'pg'
 import Ajv from 'ajv'
 import addFormats from 'ajv-formats'
 import { errorSchema } from '../src/app.js'
+import { withUnicodeFormat } from '../src/validation.js'
 export { checkErrorContract, assertError, raw } from './contract.js'
 
 export async function freePort () {
@@ -289,7 +290,7 @@ export async function keepAliveLoad ({ url, paths, clients = 16, until }) {
   return result
 }
 
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false }))
+const ajv = withUnicodeFormat(addFormats(new Ajv({ allErrors: true, strict: false })))
 ajv.addSchema(errorSchema)
 
 /**

@@ -157,10 +157,9 @@ test('If-Match (RFC 9110): 412 unless the current ETag is listed, compared stron
     assert.equal(res.status, 412, stale)
     assert.match(res.body.message, /If-Match/)
   }
+  // Not a list of entity-tags: it names no ETag, so it matches none.
   for (const malformed of ['nonsense', '1', '"1', '"1",', 'W/1']) {
-    const res = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': malformed })
-    assert.equal(res.status, 400, malformed)
-    assert.match(res.body.message, /^headers\/if-match /)
+    assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': malformed })).status, 412, malformed)
   }
   assert.equal((await call(schemas.replace, 'PUT', `/restaurants/${id}`, body(), { 'if-match': '"5"' })).status, 412)
   assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': '"5"' })).status, 412)
@@ -201,7 +200,7 @@ test('If-None-Match: 304 while the ETag is current (cached or not), the new docu
       assert.equal((await send(service.url, 'GET', path, undefined, { 'if-none-match': matching })).status, 304, `${path} ${matching}`)
     }
     assert.equal((await call(schema, 'GET', path, undefined, { 'if-none-match': '"7", W/"8"' })).status, 200, path)
-    assert.equal((await send(service.url, 'GET', path, undefined, { 'if-none-match': 'junk' })).status, 400, path)
+    assert.equal((await call(schema, 'GET', path, undefined, { 'if-none-match': '1' })).status, 200, `${path}: not an entity-tag, matches none`)
   }
   await send(service.url, 'PATCH', `/restaurants/${id}`, { name: 'changed' })
   const after = await call(schemas.read, 'GET', `/restaurants/${id}`, undefined, { 'if-none-match': '"1"' })
