@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-import { startPostgres, startRedis, startService, createDatabase } from '@suite/kit/testing'
+import { startPostgres, startRedis, startService, createDatabase, databaseEnv } from '@suite/kit/testing'
 
 const SCHEMATHESIS = '4.32.5'
 const FIXED_SEED = 11
@@ -33,24 +33,21 @@ const SERVICES = {
 const only = opts.only ? opts.only.split(',') : Object.keys(SERVICES)
 
 const st = await schemathesis()
-const password = randomBytes(12).toString('hex') // this run's, for PostgreSQL and Redis alike
+const redisPassword = randomBytes(12).toString('hex')
 const work = await mkdtemp(join(tmpdir(), 'suite-fuzz-'))
 let pg, redis
 const running = []
 let bad = 1
 try {
-  pg = await startPostgres({ password })
-  redis = await startRedis({ password })
+  pg = await startPostgres() // scram-sha-256: every TCP client logs in with a password
+  redis = await startRedis({ password: redisPassword })
   const summary = []
   for (const [i, name] of only.entries()) {
-    // The password apart from the URL, as the charts pass it (DATABASE_PASSWORD from a Secret).
-    const database = new URL(await createDatabase(pg.url, name))
-    database.password = ''
     const env = {
-      DATABASE_URL: database.href,
-      DATABASE_PASSWORD: password,
+      // The passwords apart from the URLs, as the charts pass them (from Secrets).
+      ...databaseEnv(await createDatabase(pg.url, name)),
       REDIS_URL: `redis://127.0.0.1:${redis.port}/${i}`,
-      REDIS_PASSWORD: password,
+      REDIS_PASSWORD: redisPassword,
       LOG_LEVEL: 'error'
     }
     const cli = join(root, 'services', name, 'src', 'cli.js')

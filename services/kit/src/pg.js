@@ -1,21 +1,24 @@
 // One pg Pool per worker thread.
 import pg from 'pg'
+import { parse } from 'pg-connection-string'
 
 /**
- * The connection string of DATABASE_URL with DATABASE_PASSWORD in it, when set. pg cannot take the
- * two apart: what it parses from the URL (an empty password) overrides its `password` option.
+ * pg's connection options for a URL and a password kept out of it (DATABASE_PASSWORD, from a
+ * Secret). pg merges the parsed `connectionString` over its other options, and a URL without a
+ * password parses to `password: ''`, which would silently replace the one given: so the URL is
+ * parsed here and the password set after. No password given: the URL's own, or libpq's PGPASSWORD.
  */
-export function connectionString (url, password) {
-  if (password === undefined) return url // the URL's own password, or libpq's PGPASSWORD
-  const u = new URL(url)
-  u.password = encodeURIComponent(password)
-  return u.href
+export function connectionOptions (url, password) {
+  const options = { ...parse(url) }
+  if (password !== undefined) options.password = password
+  else if (options.password === '') delete options.password
+  return options
 }
 
 /** @returns {pg.Pool} */
 export function createPool (config, log, applicationName) {
   const pool = new pg.Pool({
-    connectionString: connectionString(config.DATABASE_URL, config.DATABASE_PASSWORD),
+    ...connectionOptions(config.DATABASE_URL, config.DATABASE_PASSWORD),
     max: config.PG_POOL_MAX,
     // Connections above `min` close after 30 s idle. A new one costs a request its connect and the
     // re-preparing of its statements (milliseconds: the tail at a steady 1K RPS), so by default none close.

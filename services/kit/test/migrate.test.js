@@ -6,16 +6,12 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { startPostgres, startService } from '@suite/kit/testing'
+import { startPostgres, databaseEnv } from '@suite/kit/testing'
 
 const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
 
 function migrate (url, ...args) {
-  return migrateWith({ DATABASE_URL: url }, ...args)
-}
-
-function migrateWith (env, ...args) {
-  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, PG_CONNECT_TIMEOUT_MS: '500', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, ...databaseEnv(url), PG_CONNECT_TIMEOUT_MS: '500' }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })
@@ -56,22 +52,4 @@ test('migrate --wait also waits while the database host does not resolve yet, th
   assert.ok(Date.now() - started >= 1500, `gave up after ${Date.now() - started} ms: ${run.out()}`)
   assert.match(run.out(), /waiting up to 2 s for PostgreSQL/)
   assert.match(run.out(), /db-not-created-yet\.invalid/)
-})
-
-test('DATABASE_PASSWORD apart from DATABASE_URL (as the charts pass it) logs in to a server that asks for one', async () => {
-  const server = await startPostgres({ password: 'p@ss:w/rd %1' })
-  try {
-    const env = { DATABASE_URL: server.bareUrl, DATABASE_PASSWORD: 'p@ss:w/rd %1' }
-    const run = migrateWith(env)
-    assert.equal(await run.exited, 0, run.out())
-    const service = await startService({ entry, env: { ...env, WORKERS: '1' } })
-    try {
-      assert.deepEqual(await (await fetch(`${service.url}/readyz`)).json(), { status: 'ready', postgres: 'ok', cache: 'memory' })
-    } finally { await service.stop() }
-    const wrong = migrateWith({ ...env, DATABASE_PASSWORD: 'wrong' })
-    assert.notEqual(await wrong.exited, 0)
-    assert.match(wrong.out(), /password authentication failed/)
-  } finally {
-    await server.stop()
-  }
 })

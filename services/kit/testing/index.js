@@ -91,35 +91,28 @@ export async function createDatabase (adminUrl, prefix = 'test') {
 /**
  * Starts a PostgreSQL server in a temporary directory on a free loopback port.
  * `settings` are extra `-c name=value` server settings (a benchmark passes bulk-load tuning here).
- * `password`: the postgres user needs it (scram-sha-256, as a real server), else trust; `url` carries
- * it, `bareUrl` does not (for a service given DATABASE_PASSWORD apart, as the charts do).
- * Returns { url, bareUrl, port, dir, createDatabase(), stop({ keepData }), start() }.
+ * Returns { url, port, dir, createDatabase(), stop({ keepData }), start() }.
  */
-export async function startPostgres ({ settings = {}, password } = {}) {
+export async function startPostgres ({ settings = {} } = {}) {
   const initdb = findBinary('initdb', 'postgresql (apt-get install postgresql)')
   const postgres = findBinary('postgres', 'postgresql (apt-get install postgresql)')
   const user = serverUser()
   const dir = await mkdtemp(join(tmpdir(), 'suite-pg-'))
   if (user.uid !== undefined) await chown(dir, user.uid, user.gid)
-  // With a password, initdb reads it from a file, kept out of the (empty) data directory.
-  let auth = ['--auth=trust']
-  let pwdir
-  if (password !== undefined) {
-    pwdir = await mkdtemp(join(tmpdir(), 'suite-pgpw-'))
-    await writeFile(join(pwdir, 'pw'), `${password}\n`, { mode: 0o600 })
-    if (user.uid !== undefined) { await chown(pwdir, user.uid, user.gid); await chown(join(pwdir, 'pw'), user.uid, user.gid) }
-    auth = ['--auth=scram-sha-256', `--pwfile=${join(pwdir, 'pw')}`]
-  }
+  // Every TCP client authenticates with a password (scram-sha-256), as in production: trust auth
+  // would hide a password that never reaches the server.
+  const password = randomBytes(12).toString('hex')
+  const pwfile = `${dir}.pw`
+  await writeFile(pwfile, password, { mode: 0o644 })
   try {
-    execFileSync(initdb, ['-D', dir, '-U', 'postgres', ...auth, '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...user, stdio: 'pipe' })
+    execFileSync(initdb, ['-D', dir, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...user, stdio: 'pipe' })
   } finally {
-    if (pwdir) await rm(pwdir, { recursive: true, force: true })
+    await rm(pwfile, { force: true })
   }
   const port = await freePort()
   const args = ['-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300']
   for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
-  const bareUrl = `postgres://postgres@127.0.0.1:${port}/postgres`
-  const url = password === undefined ? bareUrl : `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`
+  const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`
   let child, output
   const start = async () => {
     child = spawn(postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -134,7 +127,6 @@ export async function startPostgres ({ settings = {}, password } = {}) {
   await start()
   return {
     url,
-    bareUrl,
     port,
     dir,
     output: () => output(),
@@ -188,7 +180,19 @@ export async function startRedis ({ password } = {}) {
 }
 
 /**
+ * The database settings of a service for `url`, split as the charts pass them: the password in
+ * DATABASE_PASSWORD (from a Secret), the URL without it.
+ */
+export function databaseEnv (url) {
+  const u = new URL(url)
+  const password = decodeURIComponent(u.password)
+  u.password = ''
+  return { DATABASE_URL: u.href, ...(password && { DATABASE_PASSWORD: password }) }
+}
+
+/**
  * Runs `node <entry> ...args` as a child process with `env` added, and waits until GET <url>/readyz is 200.
+ * A password in env.DATABASE_URL is passed apart, in DATABASE_PASSWORD (see databaseEnv).
  * Returns { url, port, child, logs(), stop(signal) } where stop resolves with { code, signal }.
  */
 export async function startService ({ entry, args = [], env = {}, port, readyPath = '/readyz', timeoutMs = 30_000 }) {
@@ -203,7 +207,8 @@ export async function startService ({ entry, args = [], env = {}, port, readyPat
       PG_CONNECT_TIMEOUT_MS: '10000',
       MAX_EVENT_LOOP_DELAY_MS: '0',
       MAX_EVENT_LOOP_UTILIZATION: '0',
-      ...env
+      ...env,
+      ...(env.DATABASE_URL && !env.DATABASE_PASSWORD && databaseEnv(env.DATABASE_URL))
     },
     stdio: ['ignore', 'pipe', 'pipe']
   })

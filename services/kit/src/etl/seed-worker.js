@@ -1,13 +1,13 @@
 // The thread in which `seedCommand` runs a service's seed (see cli.js for why a thread).
 import { workerData, parentPort } from 'node:worker_threads'
 import pg from 'pg'
-import { connectionString } from '../pg.js'
 import { pgTarget } from './copy.js'
+import { connectionOptions } from '../pg.js'
 
 const { etlModule, databaseUrl, databasePassword, applicationName, options, progress } = workerData
 const { seed } = await import(etlModule)
 async function connect () {
-  const client = new pg.Client({ connectionString: connectionString(databaseUrl, databasePassword), application_name: applicationName })
+  const client = new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName })
   await client.connect()
   return { ...pgTarget(client), end: () => client.end() }
 }
