@@ -4,7 +4,8 @@
 // cases and failures; exits 1 on any failure.
 //   node scripts/fuzz.js [--only product,flows] [--seed N] [--max-examples N]
 // The rotating seed is the date (YYYYMMDD) unless --seed names one: a failure is rerun with the seed
-// it printed. schemathesis lives in a venv outside the clone, made on first use.
+// it printed. schemathesis lives in a venv outside the clone, made on first use. FUZZ_KEEP=1 keeps
+// the run's folder (schemathesis's JSON reports) instead of removing it.
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, rm, readFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
