@@ -8,9 +8,10 @@
 //   - while a transaction is open, only the connection that opened it is served; if it goes away,
 //     its transaction is rolled back.
 // And a few bounds keep one client from harming the others or the launcher: every length is
-// checked (a bad one closes that connection only), a connection idle inside a transaction — which
-// holds every other client — is ended after idleInTransactionMs, and a password generated for this
-// server is required. It listens on loopback only.
+// checked (a bad one closes that connection only); a client that sends faster than it reads is not
+// read any more (MAX_QUEUED exchanges waiting, or answers it has not taken) until it catches up; a
+// connection idle inside a transaction — which holds every other client — is ended after
+// idleInTransactionMs; and a password generated for this server is required. Loopback only.
 import { createServer } from 'node:net'
 import { once } from 'node:events'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
@@ -27,6 +28,8 @@ export const MAX_STARTUP = 10_000
 export const MAX_EXCHANGE = 16 * 1024 * 1024
 /** Client connections at once, at most. */
 export const MAX_CONNECTIONS = 100
+/** Exchanges of one connection waiting for PGlite, at most: past that its socket is not read. */
+export const MAX_QUEUED = 16
 /** A connection idle this long inside a transaction (every other client waits for it) is ended. */
 export const IDLE_IN_TRANSACTION_MS = 5000
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost'])
@@ -77,6 +80,7 @@ export async function servePglite (db, { host = '127.0.0.1', port = 0, password 
         const i = owner ? queue.findIndex((job) => job.conn === owner) : 0
         if (i === -1 || queue.length === 0) break // the transaction's owner has sent nothing yet
         const [job] = queue.splice(i, 1)
+        job.conn.queued--
         running = job.conn
         let reply
         try {
@@ -88,6 +92,7 @@ export async function servePglite (db, { host = '127.0.0.1', port = 0, password 
         }
         owner = db.isInTransaction() ? job.conn : null
         if (reply && !job.conn.dropped) job.conn.write(reply)
+        job.conn.throttle()
         // Gone while its exchange ran: its transaction is rolled back next.
         if (owner?.dropped && !queue.some((j) => j.conn === owner)) queue.push({ conn: owner, bytes: query('ROLLBACK') })
         running = null
@@ -153,7 +158,22 @@ export async function servePglite (db, { host = '127.0.0.1', port = 0, password 
     let startup = null
     let exchange = []
     let exchangeSize = 0
-    const send = (bytes) => { queue.push({ conn, bytes }); watchIdle(); drain() }
+    const send = (bytes) => {
+      queue.push({ conn, bytes })
+      conn.queued++
+      watchIdle()
+      drain()
+    }
+    // Backpressure: this client is read only while few of its exchanges wait and it takes its answers.
+    conn.queued = 0
+    const flowing = () => !conn.dropped && conn.queued < MAX_QUEUED && !conn.writableNeedDrain
+    const pump = () => { while (flowing() && next()); } // the messages already received, as far as allowed
+    conn.throttle = () => {
+      pump()
+      if (flowing()) conn.resume()
+      else conn.pause()
+    }
+    conn.on('drain', conn.throttle)
     const refuse = (code, message) => { drop(conn, fatal(code, message)); return false }
 
     // Handles the next whole message, if it is in; returns false when it must wait for more bytes.
@@ -206,7 +226,7 @@ export async function servePglite (db, { host = '127.0.0.1', port = 0, password 
       if (conn.dropped) return
       chunks.push(chunk)
       size += chunk.length
-      while (!conn.dropped && next());
+      conn.throttle()
     })
     conn.on('error', () => {})
     conn.on('close', () => drop(conn))

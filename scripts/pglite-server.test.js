@@ -198,6 +198,28 @@ test('bad lengths close the offending connection only; the server stays up and s
   }
 })
 
+test('a client that sends without reading is not read any more: the server stays small, the others are served', async () => {
+  const server = await serverProcess()
+  const pool = new pg.Pool({ connectionString: urlOf(server), max: 2, query_timeout: 20_000 })
+  let greedy
+  try {
+    assert.equal((await pool.query('SELECT 1 AS one')).rows[0].one, 1)
+    const before = rssMb(server.pid)
+    greedy = await rawClient(server.port, server.password)
+    // 4,000 queries answering 64 KB each: 256 MB of answers it never reads.
+    const ask = simple("SELECT repeat('x', 65536)")
+    for (let i = 0; i < 4000; i++) greedy.write(ask)
+    await sleep(3000)
+    assert.equal((await pool.query('SELECT 2 AS two')).rows[0].two, 2, 'the others are served')
+    const grown = rssMb(server.pid) - before
+    assert.ok(grown < 128, `the server process grew by ${grown} MB`)
+  } finally {
+    greedy?.end()
+    await pool.end()
+    await server.stop()
+  }
+})
+
 test('a password generated per start is required; loopback only', async () => {
   const db = await PGlite.create()
   const server = await servePglite(db)
