@@ -58,12 +58,15 @@ function launch (port, sampleSize, extra = {}, command = [process.execPath, file
   return launched
 }
 
-test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async () => {
+// A busy machine (PGlite's start, four samples, four services) can take minutes: bounds, not timings.
+const SLOW = { timeout: 300_000 }
+
+test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, async () => {
   const port = await fourFreePorts() // product; profile, menu, flows on the next three
   const launched = launch(port, 300)
   const { child, exited } = launched
   try {
-    for (let i = 0; i < 600 && !launched.out.includes('product ready'); i++) {
+    for (let i = 0; i < 2400 && !launched.out.includes('product ready'); i++) {
       assert.equal(child.exitCode, null, launched.out)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
@@ -144,16 +147,16 @@ async function survivorsAfter (marker, ms) {
   }
 }
 
-test('SIGTERM to npm, SIGKILL to the launcher: every service stops, none is left serving', async () => {
-  for (const [how, command, kill] of [
-    ['SIGTERM to npm', ['npm', 'start'], (launched) => launched.child.kill('SIGTERM')],
-    ['SIGKILL to the launcher', undefined, (launched) => launched.child.kill('SIGKILL')]
-  ]) {
+for (const [how, command, kill] of [
+  ['SIGTERM to npm', ['npm', 'start'], (launched) => launched.child.kill('SIGTERM')],
+  ['SIGKILL to the launcher', undefined, (launched) => launched.child.kill('SIGKILL')]
+]) {
+  test(`${how}: every service stops, none is left serving`, SLOW, async () => {
     const port = await fourFreePorts()
     const marker = randomBytes(8).toString('hex')
     const launched = launch(port, 50, { DATABASE_URL: await createDatabase('start'), SUITE_TEST_MARKER: marker }, command)
     try {
-      for (let i = 0; i < 1200 && !launched.out.includes('Ctrl-C stops'); i++) {
+      for (let i = 0; i < 2400 && !launched.out.includes('Ctrl-C stops'); i++) {
         assert.equal(launched.child.exitCode, null, launched.out)
         await sleep(100)
       }
@@ -165,5 +168,5 @@ test('SIGTERM to npm, SIGKILL to the launcher: every service stops, none is left
     } finally {
       for (const pid of processesWithEnv('SUITE_TEST_MARKER', marker)) process.kill(pid, 'SIGKILL')
     }
-  }
-})
+  })
+}
