@@ -250,11 +250,17 @@ export async function startService ({ entry, args = [], env = {}, port, readyPat
   })
   const logs = collect(child)
   const url = `http://127.0.0.1:${port}`
-  await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${logs()}`)
-    const res = await fetch(url + readyPath)
-    return res.status === 200
-  }, `service ${entry}`, timeoutMs)
+  try {
+    await waitFor(async () => {
+      if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${logs()}`)
+      const res = await fetch(url + readyPath)
+      return res.status === 200
+    }, `service ${entry}`, timeoutMs)
+  } catch (err) {
+    // Never ready (a machine too busy, say): the test fails, and the process must not outlive it.
+    child.kill('SIGKILL')
+    throw err
+  }
   return {
     url,
     port,
