@@ -21,7 +21,7 @@ const client = new pg.Client({ connectionString: await server.createDatabase('ex
 try {
   await client.connect()
   if (!existsSync(`${dir}/manifest.json`)) await generate({ out: dir, products: PRODUCTS, seed: 1 })
-  await migrate(client, `${root}services/product/migrations`)
+  await migrate(client, { name: 'product', migrations: `${root}services/product/migrations` })
   await load({ db: pgTarget(client), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
   const { rows: [{ n, mid }] } = await client.query('SELECT max(seq) AS n, (SELECT id FROM products WHERE seq = (SELECT max(seq) / 2 FROM products)) AS mid FROM products')
   const last = Math.ceil(n / 5)

@@ -61,7 +61,7 @@ if (!databaseUrl) {
 const client = new pg.Client(connectionOptions(databaseUrl, databasePassword))
 await client.connect()
 for (const s of services) {
-  await migrate(client, `${s.dir}/migrations`)
+  await migrate(client, { name: s.name, migrations: `${s.dir}/migrations` })
   if (!s.table) continue
   const { rows: [{ empty }] } = await client.query(`SELECT NOT EXISTS (SELECT 1 FROM ${s.table}) AS empty`)
   if (!empty) continue

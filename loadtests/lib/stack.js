@@ -34,7 +34,7 @@ export async function prepareDatabase (service, { adminUrl, rows = 1000 }) {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await migrate(client, `${root}services/${service}/migrations`)
+    await migrate(client, { name: service, migrations: `${root}services/${service}/migrations` })
     const data = DATA[service]
     if (!data) return { url, env: {} }
     const dir = await mkdtemp(join(tmpdir(), `loadtest-${service}-`))

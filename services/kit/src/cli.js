@@ -108,7 +108,7 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
       }
     }
     const lockTimeoutMs = Math.max(waitSeconds, MIN_LOCK_WAIT_S) * 1000
-    const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m), { lockTimeoutMs })
+    const applied = await migrate(pool, service, { log: (m) => log.info(m), lockTimeoutMs })
     log.info(`${applied.length} migration(s) applied, schema up to date`)
   } catch (err) {
     if (err instanceof MigrationError || err.severity !== undefined || isUnavailable(err)) throw new CommandError(err.message)

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis'
 import { createCache, createMetrics, loadConfig, migrate } from '@suite/kit'
 import { startRedis, startService, metric } from '@suite/kit/testing'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
+import fixture from './fixture/service.js'
 
 const quiet = { debug () {}, info () {}, warn () {}, error () {} }
 let db = 0
@@ -122,7 +123,7 @@ async function itemsDatabase () {
   const url = await createDatabase('items')
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  await migrate(client, fileURLToPath(new URL('./fixture/migrations/', import.meta.url)))
+  await migrate(client, fixture)
   await client.end()
   return url
 }
