@@ -1,16 +1,15 @@
 // One worker thread: its own pg pool, cache client, metrics registry and Fastify app on the shared port.
 import { parentPort, workerData } from 'node:worker_threads'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { loadConfig } from './config.js'
 import { createLogger } from './logger.js'
 import { createMetrics, poolMetrics } from './metrics.js'
 import { createPool, warmPool } from './pg.js'
 import { createCache } from './cache.js'
 import { buildApp } from './app.js'
 
-const { serviceUrl, id, reusePort, pretty } = workerData
+// config: the main thread's, validated once there (cli.js), passed as it is.
+const { serviceUrl, id, reusePort, pretty, config } = workerData
 const service = (await import(serviceUrl)).default
-const config = loadConfig(service.config)
 const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty, base: { worker: id } })
 const metrics = createMetrics({ worker: id })
 const pool = createPool(config, log, `${service.name}-${id}`)

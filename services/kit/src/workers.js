@@ -67,7 +67,7 @@ export async function runWorkers (serviceUrl, config, log) {
   function spawn (id) {
     return new Promise((resolve, reject) => {
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
-        workerData: { serviceUrl: String(serviceUrl), id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY) }
+        workerData: { serviceUrl: String(serviceUrl), id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config }
       })
       workers.set(id, worker)
       worker.on('message', async (msg) => {

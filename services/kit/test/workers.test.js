@@ -55,6 +55,16 @@ test('a wrong command line is one line and exit 2: unknown command, unknown opti
   assert.equal(option.stderr.trim(), "fixture migrate: Unknown option '--fast'")
 })
 
+test('the settings are validated once, in the main thread; the workers get them as they are', async () => {
+  const svc = await start({ WORKERS: '2', FIXTURE_TRACE_CONFIG: '1' })
+  try {
+    await allWorkers(svc, 2)
+    assert.deepEqual(svc.logs().match(/config validated in [a-z ]+/g), ['config validated in the main thread'], svc.logs())
+  } finally {
+    await svc.stop()
+  }
+})
+
 test('two workers serve one port and one scrape shows the sum of both', async () => {
   const svc = await start({ WORKERS: '2' })
   try {
