@@ -28,7 +28,7 @@ function findK8sData () {
 export const K8S_VERSION = '1.34.4'
 export const SERVICES = ['product', 'profile', 'menu', 'flows']
 /** Every optional API the charts use, as a cluster with the add-ons would serve them. */
-export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'gateway.networking.k8s.io/v1/HTTPRoute', 'k6.io/v1alpha1/TestRun']
+const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'gateway.networking.k8s.io/v1/HTTPRoute', 'k6.io/v1alpha1/TestRun']
 
 /** Runs a program; throws with its output when it cannot be started. */
 export function run (cmd, args, { input, cwd = root } = {}) {

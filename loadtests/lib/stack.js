@@ -15,7 +15,7 @@ export const SERVICE_NAMES = ['product', 'profile', 'menu', 'flows']
 // The generator's count option and the table whose ids the k6 scripts draw from.
 const DATA = { product: { count: 'products', table: 'products' }, profile: { count: 'restaurants', table: 'restaurants' }, menu: { count: 'menus', table: 'menus' } }
 
-export const cliOf = (service) => `${root}services/${service}/src/cli.js`
+const cliOf = (service) => `${root}services/${service}/src/cli.js`
 
 /** The given PostgreSQL (admin URL) and Redis, or throwaway ones for what is not given; stop() stops only those. */
 export async function servers ({ databaseUrl, redisUrl } = {}) {

@@ -2,9 +2,9 @@
 // check every answer against.
 import { errorResponses, errorResponse, text, INT4_MAX } from '@suite/kit'
 
-export const MAX_BYTES = Number.MAX_SAFE_INTEGER // 2^53-1: the largest integer JSON parsing keeps exact
-export const MAX_HOUR = INT4_MAX // the hour column is int4
-export const MAX_PAGE = 10_000 // keys per GET at most
+const MAX_BYTES = Number.MAX_SAFE_INTEGER // 2^53-1: the largest integer JSON parsing keeps exact
+const MAX_HOUR = INT4_MAX // the hour column is int4
+const MAX_PAGE = 10_000 // keys per GET at most
 // No NUL, no unpaired surrogate (kit: text): two keys that differ only there would be stored as one.
 const name = (description) => text({ minLength: 1, maxLength: 200, description })
 const bytes = (description) => ({ type: 'integer', minimum: 0, maximum: MAX_BYTES, description })

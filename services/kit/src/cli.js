@@ -71,7 +71,7 @@ export async function runCli (serviceUrl, commands = {}) {
 class UsageError extends Error {}
 
 /** A command that failed for a reason it can say in one line (a refused load, a migration that failed): exit code 1. */
-export class CommandError extends Error {}
+class CommandError extends Error {}
 
 function wholeNumber (values, name) {
   if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
@@ -91,7 +91,7 @@ function ratio (values, name) {
  * migration changes), at least MIN_LOCK_WAIT_S. The service's statement timeout does not apply.
  * A failure is a CommandError: one line, exit 1.
  */
-export async function migrateCommand (service, { config, log }, waitSeconds = 0) {
+async function migrateCommand (service, { config, log }, waitSeconds = 0) {
   const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
   try {
     const deadline = Date.now() + waitSeconds * 1000

@@ -11,6 +11,8 @@ import { startRedis, startService, metric } from '@suite/kit/testing'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
 import fixture from './fixture/service.js'
 
+// The text a read serves, through wrapEntry as reply.sendCached calls it.
+const cached = async (cache, key, load) => (await cache.wrapEntry(key, load)).value
 const quiet = { debug () {}, info () {}, warn () {}, error () {} }
 let db = 0
 // A cache closed after the test `t`, connected before it is returned.
@@ -32,15 +34,15 @@ for (const [kind, make] of Object.entries(kinds)) {
     const { cache, count } = await make(t)
     let loads = 0
     const load = async () => { loads++; return '{"a":1}' }
-    assert.equal(await cache.wrap('t:k:1', load), '{"a":1}')
+    assert.equal(await cached(cache, 't:k:1', load), '{"a":1}')
     await sleep(20) // the write is not awaited by the reader
-    assert.equal(await cache.wrap('t:k:1', load), '{"a":1}')
+    assert.equal(await cached(cache, 't:k:1', load), '{"a":1}')
     assert.equal(loads, 1)
     assert.equal(await count('hit'), 1)
     const none = async () => { loads++; return null }
-    assert.equal(await cache.wrap('t:k:2', none), null)
+    assert.equal(await cached(cache, 't:k:2', none), null)
     await sleep(20)
-    assert.equal(await cache.wrap('t:k:2', none), null)
+    assert.equal(await cached(cache, 't:k:2', none), null)
     assert.equal(loads, 2)
   })
 
@@ -48,7 +50,7 @@ for (const [kind, make] of Object.entries(kinds)) {
     const { cache } = await make(t)
     let loads = 0
     const load = async () => { loads++; await sleep(50); return '"v"' }
-    const all = await Promise.all(Array.from({ length: 100 }, () => cache.wrap('t:stampede:1', load)))
+    const all = await Promise.all(Array.from({ length: 100 }, () => cached(cache, 't:stampede:1', load)))
     assert.ok(all.every((v) => v === '"v"'))
     assert.equal(loads, 1)
   })
@@ -61,21 +63,21 @@ for (const [kind, make] of Object.entries(kinds)) {
       await sleep(100) // …stored later, after a write committed meanwhile
       return { value: `"v${v}"`, version: v }
     }
-    const slow = cache.wrap('t:item:1', load)
+    const slow = cached(cache, 't:item:1', load)
     await sleep(20)
     version = 2
     await cache.invalidate('t:item:1', 2)
     // A reader after the write does not join the old load: it loads version 2.
-    assert.equal(await cache.wrap('t:item:1', load), '"v2"')
+    assert.equal(await cached(cache, 't:item:1', load), '"v2"')
     assert.equal(await slow, '"v1"') // that reader started before the write: old is fine for it
     await sleep(20)
-    assert.equal(await cache.wrap('t:item:1', async () => assert.fail('should be a hit')), '"v2"')
+    assert.equal(await cached(cache, 't:item:1', async () => assert.fail('should be a hit')), '"v2"')
   })
 
   test(`${kind}: CACHE_ENABLED=false always loads`, async (t) => {
     const { cache } = await make(t, { CACHE_ENABLED: 'false' })
     let loads = 0
-    for (let i = 0; i < 3; i++) await cache.wrap('t:off:1', async () => { loads++; return '1' })
+    for (let i = 0; i < 3; i++) await cached(cache, 't:off:1', async () => { loads++; return '1' })
     assert.equal(loads, 3)
   })
 }
@@ -86,7 +88,7 @@ test('redis down: reads fail open to the loader and count errors', async (t) => 
   const { cache, count } = await cacheOn(t, redis.url)
   await redis.kill()
   let loads = 0
-  assert.equal(await cache.wrap('t:x:1', async () => { loads++; return '"db"' }), '"db"')
+  assert.equal(await cached(cache, 't:x:1', async () => { loads++; return '"db"' }), '"db"')
   assert.equal(loads, 1)
   assert.ok(await count('error') >= 1)
 })
@@ -95,12 +97,12 @@ test('redis stalled: reads time out to the loader; an invalidation it missed is 
   const redis = await startRedis()
   t.after(async () => { redis.resume(); await redis.stop() })
   const { cache, count } = await cacheOn(t, redis.url)
-  await cache.wrap('t:x:1', async () => ({ value: '"old"', version: 1 }))
+  await cached(cache, 't:x:1', async () => ({ value: '"old"', version: 1 }))
   await sleep(50)
   redis.pause() // connections stay open, nothing answers: a partition, or a server stuck
   let loads = 0
   const t0 = Date.now()
-  assert.equal(await cache.wrap('t:x:1', async () => { loads++; return { value: '"db"', version: 1 } }), '"db"')
+  assert.equal(await cached(cache, 't:x:1', async () => { loads++; return { value: '"db"', version: 1 } }), '"db"')
   assert.ok(Date.now() - t0 < 2000, 'a stalled cache costs at most CACHE_TIMEOUT_MS')
   assert.equal(loads, 1)
   assert.ok(await count('error') >= 1)

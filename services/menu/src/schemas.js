@@ -20,7 +20,7 @@ export const dish = {
 const link = httpUrl(2048, { description: 'the restaurant\'s own menu: an absolute http(s) URL' })
 
 // `version` is not listed: fast-json-stringify leaves it out of the answer (it is for the cache).
-export const menuDoc = {
+const menuDoc = {
   type: 'object',
   additionalProperties: false,
   required: ['id', 'dishes', 'link'],

@@ -8,7 +8,7 @@ export { get, metric } from '@suite/kit/testing'
 export const entry = fileURLToPath(new URL('../src/cli.js', import.meta.url))
 export { service }
 
-export const TRICKY = 'Crème brûlée "maison", l\'original 🍮'
+const TRICKY = 'Crème brûlée "maison", l\'original 🍮'
 export const DISHES = [
   { dishType: 'Desserts', subType: 'Classic', dish: TRICKY, price: 9.5, ingredients: 'cream, sugar, vanilla' },
   { dishType: 'Entrees', subType: 'Seafood', dish: 'Seared Salmon', price: 24, ingredients: 'salmon, lemon' }

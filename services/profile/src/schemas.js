@@ -30,7 +30,7 @@ export const restaurant = {
 }
 
 // The original client's shape: `number` is the phone.
-export const compatItem = {
+const compatItem = {
   type: 'object',
   required: ['id', 'name', 'address', 'number', 'picture', 'stars', 'quality', 'delivery', 'accuracy'],
   additionalProperties: false,
