@@ -26,6 +26,6 @@ export function product () {
   }
   const id = hotOrUniform(Math.random, ids)
   const suffix = route === 'product' ? '' : `/${route}`
-  return request('GET', `${base()}/products/${id}${suffix}`, { name: `GET /products/:product_id${suffix}`, allow: '404' })
+  return request('GET', `${base()}/products/${id}${suffix}`, { name: `GET /products/:id${suffix}`, allow: '404' })
 }
 export default product

@@ -1,5 +1,7 @@
 // JSON schemas of the flows routes: request validation, OpenAPI, and the response shapes the tests
 // check every answer against.
+// Exported: one schema per route, named by its operation (getMenu, postFlows…: every service's
+// schemas.js alike); components stay private.
 import { errorResponses, errorResponse, text, INT4_MAX } from '@suite/kit'
 
 const MAX_BYTES = Number.MAX_SAFE_INTEGER // 2^53-1: the largest integer JSON parsing keeps exact
@@ -10,7 +12,7 @@ const name = (description) => text({ minLength: 1, maxLength: 200, description }
 const bytes = (description) => ({ type: 'integer', minimum: 0, maximum: MAX_BYTES, description })
 const hour = { type: 'integer', minimum: 0, maximum: MAX_HOUR, description: 'hour bucket (non-negative integer)' }
 
-export const flow = {
+const flow = {
   type: 'object',
   additionalProperties: false,
   required: ['src_app', 'dest_app', 'vpc_id', 'bytes_tx', 'bytes_rx', 'hour'],
@@ -26,7 +28,7 @@ export const flow = {
 
 
 /** POST /flows; the limits come from the configuration. */
-export function post ({ maxBatch, bodyLimit }) {
+export function postFlows ({ maxBatch, bodyLimit }) {
   return {
     summary: 'Add a batch of flow records to the hourly totals; answered once committed',
     description: `The whole batch is validated first: one bad element is a 400 naming its index and field ` +
@@ -74,7 +76,7 @@ const total = (description) => ({ type: 'string', pattern: '^(0|[1-9][0-9]*)$', 
 // a part left out is '' (before every name). The next page's URL is in the Link header.
 const after = (field) => text({ maxLength: 200, description: `keyset cursor: the key after which this page starts (its ${field}); the Link header of the previous page has it` })
 
-export const list = {
+export const listFlows = {
   summary: 'Totals per (src_app, dest_app, vpc_id) for one hour, in that order, a page at a time',
   description: `The seed's shape: a bare array, totals as decimal strings (exact past 2^53). At most \`limit\` ` +
     `keys (default 1000, at most ${MAX_PAGE}); when the hour has more, \`Link: <…>; rel="next"\` is the next page's URL ` +

@@ -12,7 +12,7 @@ const RESTART_WINDOW_MS = 60_000
 const ASK_TIMEOUT_MS = 2000
 
 /** SO_REUSEPORT for `listen` came with Node 22.12 / 23.1, on Linux and a few BSDs. */
-export function reusePortSupport () {
+function reusePortSupport () {
   const [major, minor] = process.versions.node.split('.').map(Number)
   if (major < 22 || (major === 22 && minor < 12) || (major === 23 && minor < 1)) return `Node ${process.version} has no reusePort`
   if (!['linux', 'freebsd', 'dragonfly', 'sunos', 'aix'].includes(process.platform)) return `${process.platform} does not balance SO_REUSEPORT`

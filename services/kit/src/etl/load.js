@@ -351,7 +351,7 @@ async function swapOnce (db, specs, lockTimeoutMs) {
   }
 }
 
-export function formatSummary ({ files, rejectsFile, seconds, phases }) {
+function formatSummary ({ files, rejectsFile, seconds, phases }) {
   const n = (x) => x.toLocaleString('en-US')
   const lines = ['', 'file            read        loaded      rejected  rejected by reason / fixed']
   for (const f of files) {
