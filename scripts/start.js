@@ -49,6 +49,7 @@ let databaseUrl = process.env.DATABASE_URL
 let databasePassword = process.env.DATABASE_PASSWORD
 let embedded
 if (!databaseUrl) {
+  // Loaded only when used: PGlite's WebAssembly PostgreSQL is not wanted beside real servers.
   const { PGlite } = await import('@electric-sql/pglite')
   const db = await PGlite.create()
   const server = await servePglite(db) // loopback only, with a password made for this start

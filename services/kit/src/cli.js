@@ -17,20 +17,25 @@ import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
 const YOUNG_MB = 24
+// The data commands' thread entries: files a Worker runs (with a capped heap), not imports.
+const THREADS = {
+  generate: new URL('./etl/generate-worker.js', import.meta.url),
+  load: new URL('./etl/load-worker.js', import.meta.url),
+  seed: new URL('./etl/seed-worker.js', import.meta.url)
+}
 // migrate's lock waits: --wait, but at least this (a concurrent migrate that is about to finish
 // must not fail a `--wait 0` run such as load's).
 const MIN_LOCK_WAIT_S = 5
 
 /**
- * @param {URL} serviceUrl  module whose default export is the service definition
+ * @param {object} service  the service definition (src/service.js's default export)
  * @param {Record<string, { summary: string, options?: object, config?: false, run: Function }>} commands
  *   the service's own commands; `run(values, { service, config, log })` gets the parsed --options;
  *   `config: false` for a command that needs no settings (no DATABASE_URL, say)
  */
-export async function runCli (serviceUrl, commands = {}) {
-  const service = (await import(serviceUrl)).default
+export async function runCli (service, commands = {}) {
   const all = {
-    serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log) },
+    serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(service, ctx.config, ctx.log) },
     migrate: {
       summary: `apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up, and for each lock (at least ${MIN_LOCK_WAIT_S})]`,
       options: { wait: { type: 'string', default: '0' } },
@@ -149,7 +154,7 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
     options: { out: { type: 'string' }, [count]: { type: 'string', default: String(defaultCount) }, seed: { type: 'string', default: '1' } },
     async run (values, { log }) {
       if (!values.out) throw new UsageError('--out DIR is required')
-      const manifest = await inCappedThread('generate-worker.js', {
+      const manifest = await inCappedThread('generate', {
         etlModule: String(etlModule),
         options: { out: values.out, [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed') }
       })
@@ -162,13 +167,13 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
 }
 
 /**
- * Runs etl/<file> in a worker thread with a capped heap; resolves to its result (etl/thread.js).
+ * Runs THREADS[kind] in a worker thread with a capped heap; resolves to its result (etl/thread.js).
  * Generating or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far
  * past what the work needs: with it, memory stays flat whatever the data size (or the thread fails,
  * loudly). A failure the thread can say in a sentence (a refused load) becomes a CommandError.
  */
-async function inCappedThread (file, workerData) {
-  const worker = new Worker(new URL(`./etl/${file}`, import.meta.url), {
+async function inCappedThread (kind, workerData) {
+  const worker = new Worker(THREADS[kind], {
     workerData,
     resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: YOUNG_MB }
   })
@@ -181,9 +186,9 @@ async function inCappedThread (file, workerData) {
     const { message: text, stack, sentence } = message.failed
     throw sentence ? new CommandError(text) : Object.assign(new Error(text), { stack })
   }
-  if (crash?.code === 'ERR_WORKER_OUT_OF_MEMORY') throw new CommandError(`out of memory: the ${file.replace('-worker.js', '')} thread's heap is capped at ${HEAP_MB} MB`)
+  if (crash?.code === 'ERR_WORKER_OUT_OF_MEMORY') throw new CommandError(`out of memory: the ${kind} thread's heap is capped at ${HEAP_MB} MB`)
   if (crash) throw crash
-  if (code !== 0) throw new Error(`${file} failed (worker exit ${code})`)
+  if (code !== 0) throw new Error(`the ${kind} thread failed (worker exit ${code})`)
   return message.result
 }
 
@@ -203,7 +208,7 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
     async run (values, ctx) {
       const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams'), swapWaitSeconds: wholeNumber(values, 'swap-wait') }
       if (options.streams < 1) throw new UsageError('--streams must be at least 1')
-      await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, table, values, data: { options } })
+      await replaceData(ctx, { kind: 'seed', etlModule, cachePrefix, table, values, data: { options } })
     }
   }
 }
@@ -235,27 +240,27 @@ function loadCommand ({ etlModule, cachePrefix, table }) {
         swapWaitSeconds: wholeNumber(values, 'swap-wait')
       }
       if (limits.maxRecord < 1) throw new UsageError('--max-record-length must be at least 1')
-      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
+      await replaceData(ctx, { kind: 'load', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
     }
   }
 }
 
 /**
- * What load and seed share: migrate, run etl/<worker> (the etlModule's load or seed) in a capped
+ * What load and seed share: migrate, run THREADS[kind] (the etlModule's load or seed) in a capped
  * thread with the database settings and `data`, then clear the cached answers under `cachePrefix`,
  * whose data was just replaced.
  */
-async function replaceData (ctx, { worker, etlModule, cachePrefix, table, values, data }) {
+async function replaceData (ctx, { kind, etlModule, cachePrefix, table, values, data }) {
   await migrateCommand(ctx.service, ctx, wholeNumber(values, 'wait'))
   if (values['if-empty'] && await holdsRows(ctx, table)) {
     ctx.log.info(`${table} already holds data: left as it is (--if-empty)`)
     return
   }
-  await inCappedThread(worker, {
+  await inCappedThread(kind, {
     etlModule: String(etlModule),
     databaseUrl: ctx.config.DATABASE_URL,
     databasePassword: ctx.config.DATABASE_PASSWORD,
-    applicationName: `${ctx.service.name}-${worker.replace('-worker.js', '')}`,
+    applicationName: `${ctx.service.name}-${kind}`,
     progress: process.stderr.isTTY ? true : 'lines',
     ...data
   })

@@ -9,6 +9,8 @@ import { buildApp } from './app.js'
 
 // config: the main thread's, validated once there (cli.js), passed as it is.
 const { serviceUrl, id, reusePort, pretty, config } = workerData
+// Imported by URL, not statically: this thread runs whichever service started it, and its routes are
+// code, which cannot be sent to a thread.
 const service = (await import(serviceUrl)).default
 const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty, base: { worker: id } })
 const metrics = createMetrics({ worker: id })

@@ -28,10 +28,10 @@ function claimPort (host, port) {
 }
 
 /**
- * @param {URL|string} serviceUrl  module whose default export is the service definition
+ * @param {object} service  the service definition; each worker imports it again from `service.url`
  * @param {object} config  validated configuration
  */
-export async function runWorkers (serviceUrl, config, log) {
+export async function runWorkers (service, config, log) {
   // Started by a launcher over an IPC channel (npm start): this process stops when the launcher is
   // gone, however it went (even SIGKILL), instead of serving on as an orphan.
   if (process.channel) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
@@ -67,7 +67,7 @@ export async function runWorkers (serviceUrl, config, log) {
   function spawn (id) {
     return new Promise((resolve, reject) => {
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
-        workerData: { serviceUrl: String(serviceUrl), id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config }
+        workerData: { serviceUrl: service.url, id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config }
       })
       workers.set(id, worker)
       worker.on('message', async (msg) => {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CsvParser, parseCsv, copyLine, pgTarget, pgliteTarget, IdSet, seedTable, loadTables, LoadRefused } from '@suite/kit/etl'
 import { createDatabase } from '@suite/kit/testing/env'
+import { PGlite } from '@electric-sql/pglite'
 
 const NASTY = '\ufeffid,name,note\r\n' +
   '1,"a, ""quoted""\nand a newline",plain\r\n' +
@@ -134,7 +135,6 @@ test('COPY text round-trips every awkward value through a real PostgreSQL', asyn
 })
 
 test('the same COPY text loads into an embedded PGlite', async () => {
-  const { PGlite } = await import('@electric-sql/pglite')
   const db = await PGlite.create()
   try {
     await db.query('CREATE TABLE t (i int, v text)')

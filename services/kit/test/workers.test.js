@@ -2,7 +2,7 @@
 // port with one metrics view, crash replacement, graceful shutdown.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { request } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -194,7 +194,6 @@ test('overload: the event loop lags, service routes answer 503 with Retry-After,
 })
 
 test('SIGTERM while the workers are still starting: a clean exit 0, not a kill', async () => {
-  const { spawn } = await import('node:child_process')
   const child = spawn(process.execPath, [entry], { env: { ...process.env, DATABASE_URL: adminUrl, WORKERS: '2', PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d) => { out += d })

@@ -12,6 +12,7 @@ import { get, databaseEnv } from '@suite/kit/testing'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
 import { generate, load } from '../etl/index.js'
 import { service, entry, startProduct } from './fixtures.js'
+import { PGlite } from '@electric-sql/pglite'
 
 let work, dirA, dirB, manifestA
 before(async () => {
@@ -145,7 +146,6 @@ test('the load command clears the cache: the API answers with the new data at on
 })
 
 test('the same loader fills an embedded PGlite', async () => {
-  const { PGlite } = await import('@electric-sql/pglite')
   const db = await PGlite.create()
   const small = join(work, 'small')
   const manifest = await generate({ out: small, products: 150, seed: 3 })
