@@ -1,10 +1,10 @@
 // What every scenario shares: settings from the environment, the executor, the SLO thresholds and
 // a request helper. Every setting NAME can be given per service as <SERVICE>_NAME (PRODUCT_RATE)
-// or for all as NAME (RATE); suite.js runs the four scenarios in one k6 process that way.
+// or for all as NAME (RATE); suite.js runs every scenario in one k6 process that way.
 import http from 'k6/http'
 import exec from 'k6/execution'
 
-const PORTS = { product: 3000, profile: 3001, menu: 3002, flows: 3003 } // npm start's ports
+import { PORTS } from './services.js'
 
 export function setting (service, name, fallback) {
   const v = __ENV[`${service.toUpperCase()}_${name}`] ?? __ENV[name]

@@ -9,11 +9,10 @@ import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
 import { createDatabase, startService, startPostgres, startRedis } from '@suite/kit/testing'
+import { NAMES, serviceNamed } from '../../services/list.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
-export const SERVICE_NAMES = ['product', 'profile', 'menu', 'flows']
-// The generator's count option and the table whose ids the k6 scripts draw from.
-const DATA = { product: { count: 'products', table: 'products' }, profile: { count: 'restaurants', table: 'restaurants' }, menu: { count: 'menus', table: 'menus' } }
+export const SERVICE_NAMES = NAMES
 
 const cliOf = (service) => `${root}services/${service}/src/cli.js`
 
@@ -35,12 +34,14 @@ export async function prepareDatabase (service, { adminUrl, rows = 1000 }) {
   await client.connect()
   try {
     await migrate(client, { name: service, migrations: `${root}services/${service}/migrations` })
-    const data = DATA[service]
+    // The generator's size option and the table whose ids the scenarios draw from.
+    const { data } = serviceNamed(service)
     if (!data) return { url, env: {} }
     const dir = await mkdtemp(join(tmpdir(), `loadtest-${service}-`))
     try {
+      // By path: the list names the services, each with its own data module.
       const etl = await import(`${root}services/${service}/etl/index.js`)
-      await etl.generate({ out: dir, [data.count]: rows, seed: 1 })
+      await etl.generate({ out: dir, [data.option]: rows, seed: 1 })
       await etl.load({ db: pgTarget(client), dir, progress: false })
     } finally {
       await rm(dir, { recursive: true, force: true })

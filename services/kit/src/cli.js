@@ -2,7 +2,6 @@
 //   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]
 import { parseArgs } from 'node:util'
 import { availableParallelism } from 'node:os'
-import { fileURLToPath } from 'node:url'
 import { loadConfig, ConfigError } from './config.js'
 import { createLogger } from './logger.js'
 import { Worker } from 'node:worker_threads'

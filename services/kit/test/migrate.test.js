@@ -14,6 +14,7 @@ import pg from 'pg'
 import { migrate as migrateIn } from '@suite/kit'
 import { startPostgres, databaseEnv } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
+import { NAMES } from '../../list.js'
 
 const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
 const fixtureMigration = fileURLToPath(new URL('./fixture/migrations/001_fixture.sql', import.meta.url))
@@ -176,7 +177,8 @@ test('migrate: two services with a 001_init.sql of the same name in one database
 test('migrate: a database migrated before versions were keyed by service upgrades in place, nothing applied twice', async () => {
   const url = await createDatabase('migrate_upgrade')
   const client = new pg.Client({ connectionString: url })
-  const services = await Promise.all(['product', 'profile', 'menu', 'flows'].map(async (name) => (await import(`../../${name}/src/service.js`)).default))
+  // By path: the list names the services; each definition holds its migrations.
+  const services = await Promise.all(NAMES.map(async (name) => (await import(`../../${name}/src/service.js`)).default))
   try {
     await client.connect()
     // What the previous migrate left: schema_migrations keyed by bare version, every service's files applied.
@@ -197,11 +199,12 @@ test('migrate: a database migrated before versions were keyed by service upgrade
     assert.deepEqual(rows.map((r) => r.v).sort(), [...legacy, '?/001_someone_else'].sort(), 'each row keyed by its service')
 
     // The upgraded table takes new versions, per service.
-    const dir = await mkdtemp(join(tmpdir(), 'migrations-flows-'))
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-later-'))
     try {
-      for (const file of await readdir(fileURLToPath(services[3].migrations))) await copyFile(join(fileURLToPath(services[3].migrations), file), join(dir, file))
-      await writeFile(join(dir, '003_later.sql'), 'CREATE TABLE flows_later (id int)')
-      assert.deepEqual(await migrateIn(client, { name: 'flows', migrations: dir }), ['003_later'])
+      const last = services.at(-1)
+      for (const file of await readdir(fileURLToPath(last.migrations))) await copyFile(join(fileURLToPath(last.migrations), file), join(dir, file))
+      await writeFile(join(dir, '999_later.sql'), 'CREATE TABLE upgraded_later (id int)')
+      assert.deepEqual(await migrateIn(client, { name: last.name, migrations: dir }), ['999_later'])
     } finally { await rm(dir, { recursive: true, force: true }) }
   } finally {
     await client.end()
