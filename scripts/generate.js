@@ -1,5 +1,5 @@
 // `npm run generate`: writes, from services/list.js, every file that names the services and cannot
-// import that list: skaffold.yaml, the umbrella's Chart.yaml, values.yaml and values.schema.json, the
+// import that list: skaffold.yaml, the umbrella's Chart.yaml, values files and values.schema.json, the
 // service chart's schema, the TestRun chart's values, schema and template, the k6 scripts'
 // services.js and suite.js, and the service tables of README.md and charts/README.md. In YAML and Markdown only
 // the marked blocks are written (the rest is hand-written); JSON schemas get their per-service keys.
@@ -140,6 +140,21 @@ export const SERVICES = [${SERVICES.map((s) => `'${s.name}'`).join(', ')}]
 export const PORTS = { ${SERVICES.map((s) => `${s.name}: ${s.port}`).join(', ')} }
 `
 
+// Values files that set every service alike: the service holding the YAML anchor is written by
+// hand, every other one refers to it.
+function others (text, anchor) {
+  const holder = new RegExp(`^([a-z0-9]+): &${anchor}$`, 'm').exec(text)?.[1]
+  if (!holder) throw new Error(`no service holds the anchor &${anchor}`)
+  return SERVICES.filter((s) => s.name !== holder)
+}
+const devValues = (text) => block(text, 'services', others(text, 'dev').flatMap((s) => [
+  `${s.name}:`,
+  '  <<: *dev',
+  '  seed:',
+  ...(s.data ? ['    enabled: true', `    scaleOption: ${s.data.option}`, '    scale: 1000'] : ['    enabled: false'])
+]))
+const aliasValues = (anchor) => (text) => block(text, 'services', others(text, anchor).map((s) => `${s.name}: *${anchor}`))
+
 // A scenario per service (loadtests/k6/<name>.js), all in one k6 process.
 const k6Suite = (text) => block(text, 'scenarios', SERVICES.map((s) => `export { ${s.name} } from './${s.name}.js'`), { open: '//' })
 
@@ -166,6 +181,9 @@ export const FILES = {
   'charts/suite/Chart.yaml': chartYaml,
   'charts/suite/values.yaml': suiteValues,
   'charts/suite/values.schema.json': suiteSchema,
+  'charts/suite/values-dev.yaml': devValues,
+  'charts/suite/values-production.yaml': aliasValues('service'),
+  'k8s/e2e/values-lab.yaml': aliasValues('lab'),
   'charts/service/values.schema.json': serviceSchema,
   'charts/loadtest/values.yaml': loadtestValues,
   'charts/loadtest/values.schema.json': loadtestSchema,
