@@ -22,13 +22,15 @@ const tools = `${process.env.SUITE_TOOLS ?? `${homedir()}/.cache/suite-tools`}/g
 // its own gets `services`'. Raise a floor when coverage rises; a change that leaves code untested
 // fails here. The root: scripts/ and loadtests/ (the benchmarks, explain and fuzz run only by hand,
 // k8s/e2e only on a cluster: not counted).
+// Set a point or so below a full run's figures (2026-11-25: kit 98.4, product 99.6, profile 100,
+// menu 100, flows 98.5, root 61.8): fault paths reached by timing vary a little between runs.
 const COVERAGE_FLOORS = {
   services: 85,
-  'services/kit': 85,
-  'services/product': 85,
-  'services/profile': 85,
-  'services/menu': 85,
-  'services/flows': 85,
+  'services/kit': 97,
+  'services/product': 98,
+  'services/profile': 98,
+  'services/menu': 98,
+  'services/flows': 97,
   root: 60
 }
 const floorOf = (ws) => COVERAGE_FLOORS[ws] ?? COVERAGE_FLOORS.services
