@@ -186,11 +186,13 @@ function chart () {
   return readdirSync(join(chartDir, 'charts')).join(', ')
 }
 
+// helm template knows no cluster: the optional APIs the CRDs above (and the lab's Gateway API) serve.
+const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'k6.io/v1alpha1/TestRun', 'gateway.networking.k8s.io/v1/HTTPRoute'].flatMap((a) => ['--api-versions', a])
+
 /** Every object of the bundled mode (Bitnami's PostgreSQL and Redis included) passes a server-side dry-run under "restricted". */
 function bundledDryRun () {
-  const apis = ['monitoring.coreos.com/v1/ServiceMonitor', 'k6.io/v1alpha1/TestRun'].flatMap((a) => ['--api-versions', a])
   // A release name without a dot: the Bitnami charts cannot take one (the chart refuses it).
-  const yaml = run('helm', ['template', 'suite', chartDir, '-n', `${NS}-bundled`, ...apis, '--set', 'loadtest.enabled=true']).stdout
+  const yaml = run('helm', ['template', 'suite', chartDir, '-n', `${NS}-bundled`, ...API_VERSIONS, '--set', 'loadtest.enabled=true']).stdout
   const r = kubectl(['apply', '--dry-run=server', '-n', `${NS}-bundled`, '-f', '-'], { input: yaml, ok: true })
   const violations = r.stderr.split('\n').filter((l) => /PodSecurity/.test(l))
   if (r.code !== 0 || violations.length) throw new Error(`bundled mode, server-side dry-run in a restricted namespace:\n${violations.join('\n') || r.stderr}`)
@@ -425,7 +427,7 @@ async function hpa () {
 
 /** The TestRuns the loadtest chart makes are valid for the installed k6-operator CRD (nothing runs them here). */
 function testRuns () {
-  const yaml = run('helm', ['template', RELEASE, chartDir, '-n', NS, ...helmValues(['--set', 'loadtest.enabled=true', '--set', 'loadtest.run=steady']), '--show-only', 'charts/loadtest/templates/testruns.yaml']).stdout
+  const yaml = run('helm', ['template', RELEASE, chartDir, '-n', NS, ...API_VERSIONS, ...helmValues(['--set', 'loadtest.enabled=true']), '--show-only', 'charts/loadtest/templates/testruns.yaml']).stdout
   const r = kubectl(['apply', '--dry-run=server', '-n', NS, '-f', '-'], { input: yaml })
   notes.push('k6 TestRuns: accepted by the API server (dry-run) only; no k6-operator or k6 runner image here')
   return `${r.stdout.trim().split('\n').length} TestRuns accepted (server-side dry-run)`
