@@ -16,7 +16,7 @@ export default [
       '@stylistic/arrow-parens': 'off',
       '@stylistic/max-statements-per-line': 'off',
       '@stylistic/quote-props': ['error', 'as-needed'],
-      '@stylistic/quotes': ['error', 'single', { avoidEscape: true, allowTemplateLiterals: 'never' }],
+      '@stylistic/quotes': ['error', 'single', { avoidEscape: true, allowTemplateLiterals: 'avoidEscape' }],
       '@stylistic/operator-linebreak': ['error', 'after', { overrides: { '?': 'before', ':': 'before' } }],
       '@stylistic/generator-star-spacing': ['error', 'both'],
       '@stylistic/yield-star-spacing': ['error', 'both'],
