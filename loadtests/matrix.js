@@ -130,7 +130,7 @@ export function markdown ({ scenario, requests, vus, repeat, rows, cells, answer
     `# Scale-out matrix: ${scenario}`,
     '',
     `${fmt(requests)} requests over ${vus} connections per run, ${repeat} run(s) per cell, ${fmt(rows)} rows of data; ` +
-      'load generator, PostgreSQL, Redis, nginx and the services share this machine\'s cores.',
+    'load generator, PostgreSQL, Redis, nginx and the services share this machine\'s cores.',
     '',
     '| instances | WORKERS | load balancer | RPS mean ± stdev | ratio to 1×1 | time per run s | p99 ms | errors | requests per instance % |',
     '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |'

@@ -31,7 +31,7 @@ try {
     ['GET /products/:id/related', sql.related.text, [mid]],
     ['GET /products?page=1&count=5', sql.productPage.text, [0, 5]],
     [`GET /products?page=${last}&count=5 (seq range)`, sql.productPage.text, [(last - 1) * 5, last * 5]],
-    [`the same page with OFFSET, as the journal did (replaced)`, 'SELECT * FROM products ORDER BY id LIMIT 5 OFFSET $1', [(last - 1) * 5]],
+    ['the same page with OFFSET, as the journal did (replaced)', 'SELECT * FROM products ORDER BY id LIMIT 5 OFFSET $1', [(last - 1) * 5]],
     ['GET /products?after=<id>&count=5 (keyset)', sql.productsAfter.text, [mid, 5]]
   ]
   for (const [name, text, params] of cases) {

@@ -11,7 +11,6 @@ import { flowsDatabase, startFlows, post, get, metric, flow, storedTotals } from
 let service, db
 const postSchema = schemas.postFlows({ maxBatch: 10_000, bodyLimit: 4 * 1024 * 1024 })
 
-
 // The server answers 413 from Content-Length alone and closes the connection; a client still
 // writing the body may see that as a reset before it reads the answer. So send only the headers of
 // the large body and read the answer.
@@ -73,7 +72,7 @@ test('names with quotes and unicode round-trip, order is byte order, totals past
   const big = [flow('big', 'big', 'v', max, max, 51), flow('big', 'big', 'v', max, 1, 51)]
   assert.equal((await post(service.url, big)).status, 200)
   assert.equal((await post(service.url, big)).status, 200)
-  const { rows: [row] } = await db.query("SELECT bytes_tx::text, bytes_rx::text FROM flows WHERE hour = 51")
+  const { rows: [row] } = await db.query('SELECT bytes_tx::text, bytes_rx::text FROM flows WHERE hour = 51')
   assert.deepEqual(row, { bytes_tx: String(4n * BigInt(max)), bytes_rx: String(2n * BigInt(max) + 2n) })
   // The answer carries every digit: 36028797018963964 as a JSON number would read as ...960.
   const [total] = conforms(schemas.listFlows, await get(service.url, '/flows?hour=51')).body
@@ -139,7 +138,7 @@ test('bad input is a 400 naming the index and field, never a 5xx, and stores not
   const text = await post(service.url, '[]', { 'content-type': 'text/plain' })
   assert.deepEqual([text.status, text.body.message], [415, 'body must be application/json (got text/plain)'])
   // Bytes that are not UTF-8 are refused, not stored as U+FFFD.
-  const latin1 = await raw(service.url, 'POST', '/flows', { headers: { 'content-type': 'application/json' }, body: Buffer.from(`[{"src_app":"caf\xe9","dest_app":"d","vpc_id":"v","bytes_tx":1,"bytes_rx":1,"hour":99}]`, 'latin1') })
+  const latin1 = await raw(service.url, 'POST', '/flows', { headers: { 'content-type': 'application/json' }, body: Buffer.from('[{"src_app":"caf\xe9","dest_app":"d","vpc_id":"v","bytes_tx":1,"bytes_rx":1,"hour":99}]', 'latin1') })
   assert.deepEqual([latin1.status, latin1.json.message], [400, 'body is not valid UTF-8'])
 
   const hours = {
@@ -195,7 +194,7 @@ test('Idempotency-Key reused with another batch is a 422 that says so, and store
   const batch = [flow('reuse', 'x', 'v', 5, 7, 61)]
   assert.deepEqual((await post(service.url, batch, { 'idempotency-key': 'reuse-1' })).body, { stored: 1 })
   // The same records, keys in another order and other spacing: the same batch, a replay.
-  const reordered = `[{"hour":61, "vpc_id":"v","bytes_rx":7,"bytes_tx":5,"dest_app":"x","src_app":"reuse"}]`
+  const reordered = '[{"hour":61, "vpc_id":"v","bytes_rx":7,"bytes_tx":5,"dest_app":"x","src_app":"reuse"}]'
   assert.deepEqual((await post(service.url, reordered, { 'idempotency-key': 'reuse-1' })).body, { stored: 1, replayed: true })
   for (const other of [[flow('reuse', 'x', 'v', 5, 8, 61)], [...batch, ...batch], [flow('other', 'x', 'v', 5, 7, 61)]]) {
     const res = conforms(postSchema, await post(service.url, other, { 'idempotency-key': 'reuse-1' }))

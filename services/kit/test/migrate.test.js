@@ -210,4 +210,3 @@ test('migrate: a database migrated before versions were keyed by service upgrade
     await client.end()
   }
 })
-

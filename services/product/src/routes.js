@@ -13,9 +13,9 @@ export default async function routes (app) {
     const { page, count, after } = request.query
     await (after === undefined
       ? reply.sendCached(`${CACHE_PREFIX}page:${page}:${count}`, () =>
-        queryDocument(pg, sql.productPage, [(page - 1) * count, page * count]))
+          queryDocument(pg, sql.productPage, [(page - 1) * count, page * count]))
       : reply.sendCached(`${CACHE_PREFIX}after:${after}:${count}`, () =>
-        queryDocument(pg, sql.productsAfter, [after, count])))
+          queryDocument(pg, sql.productsAfter, [after, count])))
     return reply
   })
 

@@ -9,7 +9,6 @@ import { catalogueDatabase, startProduct, get, metric, PRODUCT_COUNT, TRICKY_NAM
 
 let service, dbUrl, db
 
-
 before(async () => {
   dbUrl = await catalogueDatabase()
   db = new pg.Client({ connectionString: dbUrl })
