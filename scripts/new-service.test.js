@@ -1,7 +1,8 @@
 // CONTRIBUTING.md's "Adding a service", followed as written in a copy of the repository: its
 // commands make a throwaway service; then the copy's charts render it (Deployment, Service,
 // ServiceMonitor, its Ingress path, its TestRun), skaffold builds it, the services dashboard selects
-// it by job, it starts under its own cli.js on a real PostgreSQL and its own test passes.
+// it by job, it is lint-clean, it starts under its own cli.js on a real PostgreSQL and its own test
+// passes.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -76,6 +77,8 @@ test('Adding a service, as CONTRIBUTING.md says: the charts render it, skaffold 
   } finally {
     await svc.stop()
   }
+  // Lint-clean as written, as npm test's ESLint wants every file.
+  sh(process.execPath, [join(copy, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', `services/${NAME}`, `loadtests/k6/${NAME}.js`, 'services/list.js', 'loadtests/k6/services.js', 'loadtests/k6/suite.js'])
   // Its own test, as npm test runs it.
   sh(process.execPath, ['--test', '--test-force-exit', `services/${NAME}/test/`])
 })
