@@ -1,7 +1,7 @@
 // The command line every service has: `serve` (default) and `migrate`, plus the service's own commands.
-//   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]
-import { parseArgs } from 'node:util'
+//   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]   (--help: every command, with examples)
 import { availableParallelism } from 'node:os'
+import { relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadConfig, ConfigError } from './config.js'
 import { createLogger } from './logger.js'
@@ -13,33 +13,57 @@ import { createCache } from './cache.js'
 import { createMetrics } from './metrics.js'
 import { migrate } from './migrate.js'
 import { runWorkers } from './workers.js'
+import { parseCommand, usageText, UsageError, wholeNumber } from './args.js'
 
 const HEAP_MB = 128 // generate and load threads
 const YOUNG_MB = 24
 
 /**
  * @param {URL} serviceUrl  module whose default export is the service definition
- * @param {Record<string, { summary: string, options?: object, config?: false, run: Function }>} commands
- *   the service's own commands; `run(values, { service, config, log })` gets the parsed --options;
+ * @param {Record<string, { summary: string, options?: object, examples?: string[], config?: false, run: Function }>} commands
+ *   the service's own commands; `run(values, { service, config, log })` gets the parsed --options
+ *   (node:util parseArgs options, each with a `help` line and a `value` name for --help);
  *   `config: false` for a command that needs no settings (no DATABASE_URL, say)
  */
 export async function runCli (serviceUrl, commands = {}) {
   const service = (await import(serviceUrl)).default
+  const prog = `node ${relative(process.cwd(), process.argv[1]) || process.argv[1]}`
   const all = {
-    serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log) },
+    serve: { summary: 'run the HTTP API on WORKERS threads (settings from the environment)', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log) },
     migrate: {
-      summary: 'apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up]',
-      options: { wait: { type: 'string', default: '0' } },
+      summary: 'apply the SQL migrations (idempotent, advisory-locked)',
+      options: { wait: { type: 'string', value: 'SECONDS', default: '0', help: 'while PostgreSQL is unreachable, retry this long' } },
+      examples: [`${prog} migrate --wait 30`],
       run: (v, ctx) => migrateCommand(service, ctx, wholeNumber(v, 'wait'))
     },
     ...commands
   }
-  const [name = 'serve', ...rest] = process.argv.slice(2)
-  const command = all[name]
-  if (!command) {
-    console.error(`usage: ${service.name} <command> [--options]\n` + Object.entries(all).map(([n, c]) => `  ${n.padEnd(10)} ${c.summary}`).join('\n'))
+  const top = {
+    usage: `${prog} [command] [options]`,
+    summary: `The ${service.name} service. Settings come from the environment (DATABASE_URL, REDIS_URL, PORT, WORKERS…: the README's Configuration table); a bad one stops it with one line naming it.`,
+    more: 'commands (serve when none is given):\n' + Object.entries(all).map(([n, c]) => `  ${n.padEnd(10)} ${c.summary}`).join('\n') +
+      `\n\n${prog} <command> --help: that command's options.`,
+    examples: [`DATABASE_URL=postgres://localhost/suite ${prog} serve`, `DATABASE_URL=postgres://localhost/suite ${prog} migrate`, ...Object.values(commands).flatMap((c) => c.examples ?? []).slice(0, 3)]
+  }
+  const args = process.argv.slice(2)
+  if (['--help', '-h', 'help'].includes(args[0])) return void process.stdout.write(usageText(top))
+  // No command, or options first: serve's.
+  const [name, ...rest] = args.length && !args[0].startsWith('-') ? args : ['serve', ...args]
+  const command = Object.hasOwn(all, name) ? all[name] : null
+  const fail = (prefix, message, spec) => {
+    process.stderr.write(`${prefix}: ${message}\n\n${usageText(spec)}`)
     process.exit(2)
   }
+  if (!command) return fail(service.name, `unknown command "${name}"`, top)
+  const spec = { usage: `${prog} ${name} [options]`, summary: command.summary, options: command.options, examples: command.examples }
+  let values
+  try {
+    values = parseCommand(spec, rest)
+  } catch (err) {
+    if (err instanceof UsageError) return fail(`${service.name} ${name}`, err.message, spec)
+    throw err
+  }
+  if (values === null) return // --help
   let config
   try {
     config = command.config === false ? null : loadConfig(service.config)
@@ -50,21 +74,11 @@ export async function runCli (serviceUrl, commands = {}) {
   }
   const log = createLogger({ level: config?.LOG_LEVEL ?? 'info', name: service.name })
   try {
-    const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true })
     await command.run(values, { service, config, log })
   } catch (err) {
-    if (!(err instanceof UsageError) && !err.code?.startsWith('ERR_PARSE_ARGS')) throw err
-    console.error(`${service.name} ${name}: ${err.message}`)
-    process.exit(2)
+    if (err instanceof UsageError) return fail(`${service.name} ${name}`, err.message, spec)
+    throw err
   }
-}
-
-/** A mistake in the command line: printed as one line, exit code 2. */
-class UsageError extends Error {}
-
-function wholeNumber (values, name) {
-  if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
-  return Number(values[name])
 }
 
 /**
@@ -107,11 +121,19 @@ export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, fil
   }
 }
 
+// The service a data module belongs to (services/<name>/etl/index.js), for the examples.
+const etlName = (etlModule) => /services\/([^/]+)\/etl\//.exec(String(etlModule))?.[1] ?? '<name>'
+
 function generateCommand ({ etlModule, count, defaultCount, files }) {
   return {
-    summary: `write ${files} (deterministic for a seed): --out DIR [--${count} ${defaultCount}] [--seed 1]`,
+    summary: `write ${files}, deterministic for a seed`,
     config: false,
-    options: { out: { type: 'string' }, [count]: { type: 'string', default: String(defaultCount) }, seed: { type: 'string', default: '1' } },
+    options: {
+      out: { type: 'string', value: 'DIR', help: 'folder to write the files into (required)' },
+      [count]: { type: 'string', value: 'N', default: String(defaultCount), help: `how many ${count}` },
+      seed: { type: 'string', value: 'N', default: '1', help: 'random seed: the same seed writes the same files' }
+    },
+    examples: [`node services/<name>/src/cli.js generate --out /tmp/data --${count} 1000`.replace('<name>', etlName(etlModule))],
     async run (values, { log }) {
       if (!values.out) throw new UsageError('--out DIR is required')
       const manifest = await inCappedThread('generate-worker.js', {
@@ -149,15 +171,15 @@ async function inCappedThread (file, workerData) {
  */
 function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
   return {
-    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs]`,
+    summary: 'generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache',
     options: {
-      [count]: { type: 'string', default: String(defaultCount) },
-      seed: { type: 'string', default: '1' },
-      streams: { type: 'string', default: String(availableParallelism()) }
+      [count]: { type: 'string', value: 'N', default: String(defaultCount), help: `how many ${count}` },
+      seed: { type: 'string', value: 'N', default: '1', help: 'random seed: the same seed makes the same rows' },
+      streams: { type: 'string', value: 'K', default: String(availableParallelism()), help: 'COPY connections at once (default: one per CPU)' }
     },
+    examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js seed --${count} 100000`],
     async run (values, ctx) {
-      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams') }
-      if (options.streams < 1) throw new UsageError('--streams must be at least 1')
+      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams', { min: 1 }) }
       await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, data: { options } })
     }
   }
@@ -166,8 +188,12 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
 /** The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`. */
 function loadCommand ({ etlModule, cachePrefix }) {
   return {
-    summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE]',
-    options: { dir: { type: 'string' }, rejects: { type: 'string' } },
+    summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache',
+    options: {
+      dir: { type: 'string', value: 'DIR', help: 'folder of the CSV files (required)' },
+      rejects: { type: 'string', value: 'FILE', help: 'where the rejected rows go, with line and reason (default: DIR/rejects.csv)' }
+    },
+    examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js load --dir /tmp/data`],
     async run ({ dir, rejects }, ctx) {
       if (!dir) throw new UsageError('--dir DIR is required')
       await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv` } })
