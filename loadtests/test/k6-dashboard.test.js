@@ -6,7 +6,7 @@
 // tag is a label — the system tags the scripts keep and the run's --tag testid=…).
 // Two runs: one with failures and dropped iterations, one with neither, whose error and dropped
 // panels must show 0 rather than "No data". The variables and $__rate_interval are Grafana's
-// (lib/grafana.js) for a 10-minute range and kube-prometheus-stack's 30 s scrape interval.
+// (lib/grafana.js) for a 10-minute range and the scrape interval of k8s/kube-prometheus-stack.yaml.
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { targets, queryVariables, builtins, interpolate } from '../lib/grafana.js'
 
 const dashboard = JSON.parse(readFileSync(new URL('../../charts/suite/dashboards/k6.json', import.meta.url), 'utf8'))
+const SCRAPE = Number(/scrapeInterval: (\d+)s/.exec(readFileSync(new URL('../../k8s/kube-prometheus-stack.yaml', import.meta.url), 'utf8'))[1])
 const PUSH = 5 // seconds: k6's K6_PROMETHEUS_RW_PUSH_INTERVAL default, the chart's prometheus.pushInterval
 const POINTS = 120 // ten minutes of pushes
 const AT = '9m'
@@ -65,7 +66,7 @@ let vars
 before(() => {
   const r = spawnSync('promtool', ['--version'], { encoding: 'utf8' })
   if (r.error) throw new Error('promtool not found: apt-get install prometheus (it ships promtool)')
-  vars = { ...builtins({ rangeMs: 10 * 60 * 1000, scrapeMs: 30 * 1000 }), datasource: 'prometheus' }
+  vars = { ...builtins({ rangeMs: 10 * 60 * 1000, scrapeMs: SCRAPE * 1000 }), datasource: 'prometheus' }
   for (const v of queryVariables(dashboard)) {
     assert.equal(v.name, 'testid', 'the k6 dashboard has one query variable, $testid')
     vars.testid = [BUSY, CLEAN] // "All": what label_values(k6_http_reqs_total, testid) finds (checked below)
