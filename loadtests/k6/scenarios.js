@@ -11,7 +11,8 @@ import { range, weights, weighted, uniform, spread, hotOrUniform, page } from '.
 /**
  * The SLOs every scenario is held to (P95_MS, P99_MS, ERROR_RATE override them): p95 and p99
  * latency, failed requests, and the share of requests that did not leave on time — dropped by k6,
- * or sent by the local runner more than maxLateMs after their planned time.
+ * or sent by the local runner more than maxLateMs (LATE_MS) after their planned time and after the
+ * next request's.
  */
 export const SLO = { p95Ms: 100, p99Ms: 250, errorRate: 0.01, maxDropped: 0.01, maxLateMs: 100 }
 

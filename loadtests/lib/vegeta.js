@@ -87,6 +87,19 @@ const summary = (latencies) => {
 }
 
 /**
+ * How many requests left late. `offsets`: each request's start minus its planned time from the
+ * attack's start ((seq+1)/rate), in ms; the attack's own start is not in the results, so lateness is
+ * measured from the most punctual request. Late: more than `lateMs` after its planned time and after
+ * the next request's (1/rate) — at a few requests a second, a request that still leaves before its
+ * successor was due has not changed the rate the target sees.
+ */
+export function countLate (offsets, { rate, lateMs }) {
+  const origin = offsets.reduce((a, b) => Math.min(a, b), Infinity)
+  const after = Math.max(lateMs, 1000 / rate)
+  return offsets.reduce((n, o) => n + (o - origin > after ? 1 : 0), 0)
+}
+
+/**
  * @param {object} o
  * @param {() => object} o.draw  the next request { method, path, name?, body?, headers?, then?(etag) }
  * @param {(method: string, url: string) => { name: string, expected: (status: number) => boolean }} o.classify
@@ -95,7 +108,8 @@ const summary = (latencies) => {
  * @param {number} [o.seconds]   duration (open loop; closed loop without `requests`)
  * @param {number} [o.requests]  closed loop: how many, as fast as they go (then `seconds` is not used)
  * @param {number} o.workers     requests in flight at most
- * @param {number} [o.lateMs]    a request that leaves later than this after its planned time is late
+ * @param {number} [o.lateMs]    a request that leaves later than this after its planned time (and after
+ *   the next one's) is late
  * @param {number} [o.timeoutSeconds]  a request without an answer by then is an error
  * @param {string} [o.name]      the attack's name (the plot's title)
  * @param {string} [o.html]      write vegeta plot's HTML report there
@@ -213,10 +227,7 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
     if (resultsFile) await rm(resultsFile, { force: true })
   }
 
-  // How late each request left: its start against its planned time (start + (seq+1)/rate), measured
-  // from the most punctual request (the attack's own start is not in the results).
-  const origin = starts.reduce((a, b) => Math.min(a, b), Infinity)
-  const late = starts.reduce((n, s) => n + (s - origin > lateMs ? 1 : 0), 0)
+  const late = closed ? 0 : countLate(starts, { rate, lateMs })
   const seconds_ = all.length ? (last - first) / 1000 : 0
   if (closed && !fixedWork) planned = all.length
   return {
