@@ -11,8 +11,8 @@
 // Node writes the targets (vegeta's JSON format) to vegeta's stdin a little ahead of their time
 // (`-lazy`: vegeta reads one per request), and reads every result as JSON (`vegeta encode`): the
 // figures below, and the ETag of a read that a read-modify-write waits for (vegeta has no stateful
-// scenarios; the write goes out in the next free slot after its read answered). The binary results
-// go to a file for `vegeta plot` (a self-contained HTML report) and `vegeta report`.
+// scenarios; the write goes out in the next free slot after its read answered). The results go to a
+// file for `vegeta plot` (a self-contained HTML report) and `vegeta report`.
 import { spawn } from 'node:child_process'
 import { createWriteStream, existsSync } from 'node:fs'
 import { rm, writeFile } from 'node:fs/promises'
@@ -125,15 +125,19 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
   if (!fixedWork && !(seconds > 0)) throw new Error('attack needs a duration, or a rate of 0 and a number of requests')
   let planned = closed ? requests : Math.round(rate * seconds)
   const bin = vegetaBinary()
-  const resultsFile = html || text ? `${html ?? text}.results.bin` : null
+  const resultsFile = html || text ? `${html ?? text}.results.json` : null
   const args = ['attack', '-lazy', '-format=json', `-name=${name}`, '-max-body=0', `-timeout=${timeoutSeconds}s`, `-max-workers=${workers}`, `-connections=${workers}`]
   args.push(...(closed ? ['-rate=0', `-workers=${workers}`] : [`-rate=${rate}/1s`, `-workers=${Math.min(workers, 10)}`]))
-  if (!fixedWork) args.push(`-duration=${seconds}s`)
+  // An open loop runs until its planned requests are sent (the end of its input stops vegeta), and
+  // for a grace period past its duration at most: a generator that fell behind sends the rest late
+  // instead of dropping them at the bell.
+  if (!fixedWork) args.push(`-duration=${closed ? seconds : seconds + Math.max(1, seconds / 10)}s`)
   const atk = run(bin, args, ['pipe', 'pipe', 'pipe'])
   const enc = run(bin, ['encode', '-to=json'], ['pipe', 'pipe', 'pipe'])
   atk.child.stdout.pipe(enc.child.stdin)
+  // The requests' results (not vegeta's own "no targets" at the end), as JSON lines, for vegeta plot
+  // and vegeta report, which read that format as well as their own.
   const file = resultsFile && createWriteStream(resultsFile)
-  if (file) atk.child.stdout.pipe(file)
   let attackDone = false
   atk.exited.finally(() => { attackDone = true })
   atk.child.stdin.on('error', () => {}) // vegeta stops reading when its duration is over
@@ -158,10 +162,10 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
   const feed = async () => {
     const t0 = performance.now()
     let written = 0
-    // Fixed work: exactly `planned` targets, then the end of input ends the attack. Closed loop for a
-    // duration: as many as vegeta takes. Open loop: up to the plan (vegeta stops at its duration),
-    // each written LEAD_MS before its time at most, so a write's ETag is as fresh as its read's answer.
-    const limit = fixedWork ? planned : closed ? Infinity : planned + 1
+    // Fixed work and open loop: exactly `planned` targets, then the end of input ends the attack;
+    // closed loop for a duration: as many as vegeta takes. Open loop: each target written LEAD_MS
+    // before its time at most, so a write's ETag is as fresh as its read's answer.
+    const limit = closed && !fixedWork ? Infinity : planned
     while (written < limit && !attackDone) {
       const due = closed ? Math.min(limit, written + 256) : Math.min(limit, Math.floor((performance.now() - t0 + LEAD_MS) / 1000 * rate))
       let chunk = ''
@@ -169,7 +173,7 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
       if (chunk && !atk.child.stdin.write(chunk)) await Promise.race([once(atk.child.stdin, 'drain').catch(() => {}), atk.exited])
       if (!closed) await sleep(TICK_MS)
     }
-    if (fixedWork && !attackDone) atk.child.stdin.end()
+    if (written === planned && !attackDone) atk.child.stdin.end()
   }
 
   const all = []
@@ -183,10 +187,11 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
   const read = async () => {
     for await (const line of createInterface({ input: enc.child.stdout, crlfDelay: Infinity })) {
       const r = JSON.parse(line)
-      if (!r.url) { // vegeta's own, not a request: "no targets to attack" ends a closed loop
+      if (!r.url) { // vegeta's own, not a request: "no targets to attack" once the plan is sent
         if (r.error !== 'no targets to attack') firstError ??= r.error
         continue
       }
+      file?.write(line + '\n')
       const start = epochMs(r.timestamp)
       const ms = r.latency / 1e6
       first = Math.min(first, start)
@@ -215,7 +220,7 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
   try {
     const [code] = await Promise.all([atk.exited, feed(), read()])
     if (code !== 0) throw new Error(`vegeta attack exited with ${code}: ${atk.stderr()}`)
-    if (file && !file.closed) await once(file, 'close')
+    if (file) await new Promise((resolve, reject) => file.end((err) => (err ? reject(err) : resolve())))
     if (html) await vegetaTo(html, ['plot', `-title=${name}`, resultsFile])
     if (text) await vegetaTo(text, ['report', '-type=text', resultsFile])
   } catch (err) {

@@ -67,7 +67,9 @@ test('a ladder that holds: a row per step, no breaking point, the table, the plo
   const html = await readFile(join(dir, 'step-5.html'), 'utf8')
   assert.match(html, /<html/i)
   assert.doesNotMatch(html, /<script[^>]+src=["']?https?:|<link[^>]+href=["']?https?:/i, 'the report opens offline')
-  assert.match(await readFile(join(dir, 'step-20.txt'), 'utf8'), /Status Codes +\[code:count\] +200:/)
+  const report = await readFile(join(dir, 'step-20.txt'), 'utf8')
+  assert.match(report, /Requests +\[total, rate, throughput\] +40, /, 'the requests and nothing else (not vegeta\'s "no targets" at the end)')
+  assert.match(report, /Status Codes +\[code:count\] +200:40 /)
   assert.deepEqual(JSON.parse(await readFile(join(dir, 'ladder.json'), 'utf8')).rows.map((row) => row.rate), [5, 20])
 })
 
