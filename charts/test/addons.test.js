@@ -4,7 +4,7 @@ import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { charts, parse, requireTools, root, run, selects } from './lib.js'
+import { K8S_VERSION, charts, kubeconform, parse, requireTools, root, run, selects, shared } from './lib.js'
 
 before(requireTools)
 
@@ -86,6 +86,28 @@ test('prometheus-adapter serves the metric the HPAs ask for, from the stack\'s P
   assert.equal(adapter.prometheus.url, `http://${addon('kube-prometheus-stack').release}-prometheus.${addon('kube-prometheus-stack').namespace}.svc`)
   assert.deepEqual(adapter.rules.custom.map((r) => r.name.as), [service.autoscaling.requestsPerSecond.metricName])
   assert.match(adapter.rules.custom[0].seriesQuery, /^http_request_duration_seconds_count\{/)
+})
+
+// The add-on values against the exact chart archives install-addons.sh pins (../shared/k8s/charts, as
+// `helm pull` would fetch them), rendered and validated: a value the chart does not read, or a renamed
+// key that breaks a template, fails here instead of at install time. Traefik's chart is not among the
+// offline archives: its values are checked by the test above and by the cluster e2e, which runs Traefik.
+test('the add-on values render against the pinned chart archives, with and without the kind overlays', () => {
+  const rendered = []
+  for (const i of installs.filter((x) => x.release !== 'traefik')) {
+    const archive = join(shared, 'charts', `${i.chart.split('/')[1]}-${i.version}.tgz`)
+    assert.ok(existsSync(archive), `${archive}: the pinned archive of ${i.release}`)
+    const overlays = existsSync(join(k8s, 'kind', `${i.release}.yaml`)) ? [[], ['-f', join(k8s, 'kind', `${i.release}.yaml`)]] : [[]]
+    for (const overlay of overlays) {
+      const r = run('helm', ['template', i.release, archive, '--namespace', i.namespace, '--kube-version', K8S_VERSION, '-f', join(k8s, `${i.release}.yaml`), ...overlay])
+      assert.equal(r.code, 0, `${i.release} ${overlay.join(' ')}: ${r.stderr}`)
+      const kc = kubeconform(r.stdout, { ignoreMissingSchemas: true })
+      assert.deepEqual(kc.problems, [], `${i.release}`)
+      assert.ok(kc.valid > 0, `${i.release}: ${JSON.stringify(kc)}`)
+      rendered.push(`${i.release}${overlay.length ? ' (kind)' : ''}: ${kc.valid} valid`)
+    }
+  }
+  assert.ok(rendered.length >= 6, rendered.join('; '))
 })
 
 test('kind: ports 80 and 443 reach the ingress controller\'s node; node images pinned', () => {
