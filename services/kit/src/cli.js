@@ -11,12 +11,16 @@ import { setTimeout } from 'node:timers/promises'
 import { createPool, isUnavailable } from './pg.js'
 import { createCache } from './cache.js'
 import { createMetrics } from './metrics.js'
-import { migrate } from './migrate.js'
+import { migrate, MigrationError } from './migrate.js'
 import { runWorkers } from './workers.js'
-import { parseCommand, usageText, UsageError, wholeNumber } from './args.js'
+import { parseCommand, usageText, UsageError, UserError, wholeNumber, numberIn } from './args.js'
+import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
 const YOUNG_MB = 24
+// migrate's lock waits: --wait, but at least this (a concurrent migrate that is about to finish
+// must not fail a `--wait 0` run such as load's).
+const MIN_LOCK_WAIT_S = 5
 
 /**
  * @param {URL} serviceUrl  module whose default export is the service definition
@@ -32,7 +36,7 @@ export async function runCli (serviceUrl, commands = {}) {
     serve: { summary: 'run the HTTP API on WORKERS threads (settings from the environment)', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log) },
     migrate: {
       summary: 'apply the SQL migrations (idempotent, advisory-locked)',
-      options: { wait: { type: 'string', value: 'SECONDS', default: '0', help: 'while PostgreSQL is unreachable, retry this long' } },
+      options: { wait: { type: 'string', value: 'SECONDS', default: '0', help: `while PostgreSQL is unreachable, retry this long; also the longest wait for each lock (at least ${MIN_LOCK_WAIT_S})` } },
       examples: [`${prog} migrate --wait 30`],
       run: (v, ctx) => migrateCommand(service, ctx, wholeNumber(v, 'wait'))
     },
@@ -77,16 +81,26 @@ export async function runCli (serviceUrl, commands = {}) {
     await command.run(values, { service, config, log })
   } catch (err) {
     if (err instanceof UsageError) return fail(`${service.name} ${name}`, err.message, spec)
+    if (err instanceof UserError) {
+      console.error(`${service.name} ${name}: ${err.message}`)
+      process.exit(1)
+    }
     throw err
   }
 }
 
+/** A command that failed for a reason it can say in one line (a refused load, a migration that failed): exit code 1. */
+export class CommandError extends UserError {}
+
 /**
  * Applies the migrations. `waitSeconds`: while PostgreSQL is unreachable, retry this long (a pod
- * that starts with its database, as in a fresh `helm install`, migrates as soon as it answers).
+ * that starts with its database, as in a fresh `helm install`, migrates as soon as it answers);
+ * and the longest wait for each lock (the advisory lock another pod's migrate holds, a table a
+ * migration changes), at least MIN_LOCK_WAIT_S. The service's statement timeout does not apply.
+ * A failure is a CommandError: one line, exit 1.
  */
 export async function migrateCommand (service, { config, log }, waitSeconds = 0) {
-  const pool = createPool({ ...config, PG_POOL_MAX: 1 }, log, `${service.name}-migrate`)
+  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
   try {
     const deadline = Date.now() + waitSeconds * 1000
     for (let said = false; ; said = true) {
@@ -94,13 +108,19 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
         await pool.query('SELECT 1')
         break
       } catch (err) {
-        if (!isUnavailable(err) || Date.now() >= deadline) throw err
+        // Not a server still starting: a refused password, a certificate that does not verify.
+        if (!isUnavailable(err)) throw new CommandError(`cannot connect to PostgreSQL: ${err.message}`)
+        if (Date.now() >= deadline) throw new CommandError(`PostgreSQL unreachable${waitSeconds ? ` after ${waitSeconds} s (--wait)` : ''}: ${err.message}`)
         if (!said) log.info({ err: err.message }, `waiting up to ${waitSeconds} s for PostgreSQL`)
         await setTimeout(1000)
       }
     }
-    const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m))
+    const lockTimeoutMs = Math.max(waitSeconds, MIN_LOCK_WAIT_S) * 1000
+    const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m), { lockTimeoutMs })
     log.info(`${applied.length} migration(s) applied, schema up to date`)
+  } catch (err) {
+    if (err instanceof MigrationError || err.severity !== undefined || isUnavailable(err)) throw new CommandError(err.message)
+    throw err
   } finally {
     await pool.end()
   }
@@ -128,8 +148,9 @@ const etlName = (etlModule) => /services\/([^/]+)\/etl\//.exec(String(etlModule)
 // Options load and seed share: a Job started with its database waits for it, and a seed Job run
 // again (an upgrade re-creates it) leaves the data that is there alone.
 const replaceOptions = (table) => ({
-  wait: { type: 'string', value: 'SECONDS', default: '0', help: 'while PostgreSQL is unreachable, retry this long' },
-  'if-empty': { type: 'boolean', default: false, help: `only into an empty ${table}: leave a data set that is there alone` }
+  wait: { type: 'string', value: 'SECONDS', default: '0', help: 'while PostgreSQL is unreachable, retry this long; also the longest wait for each lock' },
+  'if-empty': { type: 'boolean', default: false, help: `only into an empty ${table}: leave a data set that is there alone` },
+  'swap-wait': { type: 'string', value: 'SECONDS', default: String(LOAD_DEFAULTS.swapWaitSeconds), help: 'how long the swap keeps trying to take its locks (refused after)' }
 })
 
 function generateCommand ({ etlModule, count, defaultCount, files }) {
@@ -157,20 +178,29 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
 }
 
 /**
- * Runs etl/<file> in a worker thread with a capped heap; resolves to the message it posts. Generating
- * or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far past what the
- * work needs: with it, memory stays flat whatever the data size (or the thread fails, loudly).
+ * Runs etl/<file> in a worker thread with a capped heap; resolves to its result (etl/thread.js).
+ * Generating or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far
+ * past what the work needs: with it, memory stays flat whatever the data size (or the thread fails,
+ * loudly). A failure the thread can say in a sentence (a refused load) becomes a CommandError.
  */
 async function inCappedThread (file, workerData) {
   const worker = new Worker(new URL(`./etl/${file}`, import.meta.url), {
     workerData,
     resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: YOUNG_MB }
   })
-  let result
-  worker.on('message', (m) => { result = m })
+  let message = {}
+  worker.on('message', (m) => { message = m })
+  let crash = null
+  worker.on('error', (err) => { crash = err })
   const [code] = await once(worker, 'exit')
+  if (message.failed) {
+    const { message: text, stack, sentence } = message.failed
+    throw sentence ? new CommandError(text) : Object.assign(new Error(text), { stack })
+  }
+  if (crash?.code === 'ERR_WORKER_OUT_OF_MEMORY') throw new CommandError(`out of memory: the ${file.replace('-worker.js', '')} thread's heap is capped at ${HEAP_MB} MB`)
+  if (crash) throw crash
   if (code !== 0) throw new Error(`${file} failed (worker exit ${code})`)
-  return result
+  return message.result
 }
 
 /**
@@ -188,26 +218,40 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
     },
     examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js seed --${count} 100000`],
     async run (values, ctx) {
-      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams', { min: 1 }) }
+      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams', { min: 1 }), swapWaitSeconds: wholeNumber(values, 'swap-wait') }
       await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, table, values, data: { options } })
     }
   }
 }
 
-/** The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`. */
+/**
+ * The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under
+ * `cachePrefix`. A load that is not a plausible replacement (see loadTables) is refused: one line,
+ * exit 1, the live tables and the cache untouched.
+ */
 function loadCommand ({ etlModule, cachePrefix, table }) {
+  const d = LOAD_DEFAULTS
   return {
-    summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache',
+    summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache; a load that is not a plausible replacement is refused (exit 1, nothing changed)',
     options: {
       dir: { type: 'string', value: 'DIR', help: 'folder of the CSV files (required)' },
       rejects: { type: 'string', value: 'FILE', help: 'where the rejected rows go, with line and reason (default: DIR/rejects.csv)' },
-      ...replaceOptions(table)
+      ...replaceOptions(table),
+      'min-rows': { type: 'string', value: 'N', default: String(d.minRows), help: 'refuse the load when a file loads fewer rows' },
+      'max-reject-ratio': { type: 'string', value: 'SHARE', default: String(d.maxRejectRatio), help: `refuse the load when a file rejects more of the rows it read (and more than a few)` },
+      'max-record-length': { type: 'string', value: 'CHARS', default: String(d.maxRecord), help: 'a longer CSV record is refused' }
     },
     examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js load --dir /tmp/data`],
     async run (values, ctx) {
       const { dir, rejects } = values
       if (!dir) throw new UsageError('--dir DIR is required')
-      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv` } })
+      const limits = {
+        minRows: wholeNumber(values, 'min-rows'),
+        maxRejectRatio: numberIn(values, 'max-reject-ratio', { min: 0, max: 1 }),
+        maxRecord: wholeNumber(values, 'max-record-length', { min: 1 }),
+        swapWaitSeconds: wholeNumber(values, 'swap-wait')
+      }
+      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
     }
   }
 }

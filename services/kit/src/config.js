@@ -2,6 +2,7 @@
 // A bad or missing value stops the process with one line naming the variable.
 import { availableParallelism } from 'node:os'
 import envSchema from 'env-schema'
+import { redact, isSecretName } from './redact.js'
 
 /** Settings every service has. Each service adds its own with `properties`. */
 export const baseSchema = {
@@ -57,5 +58,6 @@ function describe (e, env) {
   if (!e) return
   if (e.keyword === 'required') return `config: ${e.params.missingProperty} is required but not set`
   const name = e.instancePath.replace(/^\//, '')
-  return `config: ${name} ${e.message} (got ${JSON.stringify(env[name])})`
+  // The value helps, but never a secret in it: a password setting is not shown, a URL's userinfo is masked.
+  return `config: ${name} ${e.message}${isSecretName(name) ? '' : ` (got ${redact(JSON.stringify(env[name]))})`}`
 }

@@ -32,6 +32,9 @@ function claimPort (host, port) {
  * @param {object} config  validated configuration
  */
 export async function runWorkers (serviceUrl, config, log) {
+  // Started by a launcher over an IPC channel (npm start): this process stops when the launcher is
+  // gone, however it went (even SIGKILL), instead of serving on as an orphan.
+  if (process.channel) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
   let count = config.WORKERS
   const unsupported = reusePortSupport()
   if (count > 1 && unsupported) {
@@ -140,5 +143,6 @@ export async function runWorkers (serviceUrl, config, log) {
     process.exit(1)
   }
   log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count} worker thread(s)`)
+  process.send?.({ type: 'listening', address: addresses[0] }) // to a launcher: this process, not another, has the port
   return { addresses, workers }
 }
