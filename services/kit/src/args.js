@@ -23,7 +23,7 @@ export function usageText ({ usage, summary, options = {}, examples = [], more }
   const rows = Object.entries({ ...options, help: { type: 'boolean', help: 'print this help and exit' } }).map(([name, o]) => {
     const flag = `--${name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`
     const def = o.default !== undefined && o.default !== false && !(Array.isArray(o.default) && !o.default.length) ? ` (default: ${o.default})` : ''
-    return [flag, `${o.help}${o.multiple ? ' (repeatable)' : ''}${def}`]
+    return [flag, `${o.help ?? ''}${o.multiple ? ' (repeatable)' : ''}${def}`]
   })
   const width = Math.max(...rows.map(([f]) => f.length))
   const lines = [`usage: ${usage}`]
