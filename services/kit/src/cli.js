@@ -149,7 +149,7 @@ const etlName = (etlModule) => /services\/([^/]+)\/etl\//.exec(String(etlModule)
 // again (an upgrade re-creates it) leaves the data that is there alone.
 const replaceOptions = (table) => ({
   wait: { type: 'string', value: 'SECONDS', default: '0', help: 'while PostgreSQL is unreachable, retry this long; also the longest wait for each lock' },
-  'if-empty': { type: 'boolean', default: false, help: `only into an empty ${table}: leave a data set that is there alone` },
+  'if-empty': { type: 'boolean', default: false, help: `only when the ${table} table is empty: a data set that is there is left alone` },
   'swap-wait': { type: 'string', value: 'SECONDS', default: String(LOAD_DEFAULTS.swapWaitSeconds), help: 'how long the swap keeps trying to take its locks (refused after)' }
 })
 
