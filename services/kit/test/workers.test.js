@@ -53,7 +53,7 @@ test('a wrong command line is one line, then the usage, and exit 2: unknown comm
   const option = run('migrate', '--fast')
   assert.equal(option.status, 2)
   assert.match(option.stderr, /^fixture migrate: Unknown option '--fast'[^\n]*\n\nusage: node \S+ migrate \[options\]\n/)
-  assert.match(option.stderr, /--wait SECONDS +while PostgreSQL is unreachable, retry this long \(default: 0\)/)
+  assert.match(option.stderr, /--wait SECONDS +while PostgreSQL is unreachable, retry this long; also the longest wait for each lock \(at least 5\) \(default: 0\)/)
   const missing = run('migrate', '--wait')
   assert.equal(missing.status, 2)
   assert.match(missing.stderr, /^fixture migrate: Option '--wait <value>' argument missing\n/)
