@@ -8,7 +8,7 @@ import { startPostgres, startRedis } from '@suite/kit/testing'
 
 const patterns = process.argv.slice(2)
 const files = patterns.length ? patterns : ['services/*/test/**/*.test.js', 'scripts/*.test.js', 'charts/test/*.test.js', 'loadtests/test/*.test.js']
-// The Go tools (helm, kubeconform, k6…) that scripts/tools.sh installs, found without a PATH change.
+// The Go tools (helm, kubeconform, vegeta…) that scripts/tools.sh installs, found without a PATH change.
 const tools = `${process.env.SUITE_TOOLS ?? `${homedir()}/.cache/suite-tools`}/go-bin`
 
 let pgServer, redis

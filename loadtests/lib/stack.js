@@ -12,7 +12,7 @@ import { createDatabase, startService, startPostgres, startRedis } from '@suite/
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 export const SERVICE_NAMES = ['product', 'profile', 'menu', 'flows']
-// The generator's count option and the table whose ids the k6 scripts draw from.
+// The generator's count option and the table whose ids the scenarios (k6/scenarios.js) draw from.
 const DATA = { product: { count: 'products', table: 'products' }, profile: { count: 'restaurants', table: 'restaurants' }, menu: { count: 'menus', table: 'menus' } }
 
 export const cliOf = (service) => `${root}services/${service}/src/cli.js`
@@ -27,7 +27,7 @@ export async function servers ({ databaseUrl, redisUrl } = {}) {
 
 /**
  * A new database on the server of `adminUrl`, migrated, with `rows` generated rows loaded.
- * Returns { url, env }: env tells the k6 scenario the ids that exist (<SERVICE>_IDS, PRODUCT_PRODUCTS).
+ * Returns { url, env }: env tells the scenario the ids that exist (<SERVICE>_IDS, PRODUCT_PRODUCTS).
  */
 export async function prepareDatabase (service, { adminUrl, rows = 1000 }) {
   const url = await createDatabase(adminUrl, `loadtest_${service}`)
