@@ -1,23 +1,22 @@
-// The scale-out matrix, seed 003's method as a command: the same fixed amount of work (REQUESTS
-// requests of a scenario over VUS keep-alive connections, as fast as they go) timed in every cell of
-// instances × WORKERS × load balancer, each cell repeated, reported as mean ± stdev and as the ratio
-// to the 1 instance × 1 worker cell without a load balancer.
-//   node loadtests/matrix.js [--scenario product] [--instances 1,2] [--workers 1,2]
-//     [--lb none,round_robin,least_conn] [--repeat 5] [--requests 20000] [--vus 64] [--rows 10000]
-//     [--nginx-workers 1] [--database-url URL --redis-url URL] [--out DIR]
-// Load balancers: "none" — k6 sends straight to the instances, round robin from the client (with
+// The scale-out matrix, seed 003's method as a command: the same fixed amount of work (--requests
+// requests of a scenario over --connections keep-alive connections, as fast as they go: vegeta in a
+// closed loop) timed in every cell of instances × WORKERS × load balancer, each cell repeated,
+// reported as mean ± stdev and as the ratio to the 1 instance × 1 worker cell without a load
+// balancer. `--help` for the options.
+// Load balancers: "none" — vegeta sends straight to the instances, round robin from the client (with
 // one instance: the plain baseline); in a cluster this is a Service, whose kernel-level spreading
 // adds no hop. "round_robin" / "least_conn" — nginx in front of the instances (one more hop and
 // one more process on the same cores, as the seeds ran it). Every instance of every cell is
 // started before the first measurement and the repetitions go round the cells in turn, so a noisy
 // neighbour on a shared machine lands on all cells alike instead of on one.
-import { parseArgs } from 'node:util'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { pathToFileURL, fileURLToPath } from 'node:url'
 import { servers, prepareDatabase, startInstances, requestsServed } from './lib/stack.js'
 import { startNginx } from './lib/nginx.js'
-import { runK6, figures, scriptOf } from './lib/k6.js'
+import { attackScenario } from './lib/vegeta.js'
+import { runCommand, oneOf, someOf, wholeNumbers, wholeNumber, UsageError } from '@suite/kit/args'
+import { SCENARIO_NAMES } from './k6/scenarios.js'
 import { barChart, svgDocument, fmt, COLORS } from './lib/svg.js'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
@@ -28,7 +27,7 @@ const label = (c) => `${c.instances}×${c.workers} ${c.lb}`
 
 export async function matrix ({
   scenario = 'product', instances = [1, 2], workers = [1, 2], lbs = ['none', 'round_robin', 'least_conn'],
-  repeat = 5, requests = 20000, vus = 64, rows = 10000, nginxWorkers = 1, databaseUrl, redisUrl, out, log = () => {}
+  repeat = 5, requests = 20000, connections = 64, rows = 10000, nginxWorkers = 1, databaseUrl, redisUrl, out, log = () => {}
 }) {
   await mkdir(out, { recursive: true })
   const pg = await servers({ databaseUrl, redisUrl })
@@ -44,24 +43,21 @@ export async function matrix ({
         const procs = await startInstances(scenario, { count: n, workers: w, databaseUrl: db.url, redisUrl })
         stops.push(...procs.map((p) => () => p.stop()))
         for (const lb of lbs) {
-          let baseUrl = procs.map((p) => p.url).join(',')
+          let baseUrls = procs.map((p) => p.url)
           if (lb !== 'none') {
             const nginx = await startNginx({ upstreams: procs.map((p) => p.url), method: lb, workers: nginxWorkers })
             stops.push(() => nginx.stop())
-            baseUrl = nginx.url
+            baseUrls = [nginx.url]
           }
-          cells.push({ instances: n, workers: w, lb, baseUrl, procs, runs: [] })
+          cells.push({ instances: n, workers: w, lb, baseUrls, procs, runs: [] })
         }
       }
     }
     const run = async (cell, iterations) => {
       const before = await Promise.all(cell.procs.map((p) => requestsServed(p.url)))
-      const { summary } = await runK6({
-        script: scriptOf(scenario),
-        env: { ...db.env, EXECUTOR: 'iterations', ITERATIONS: String(iterations), VUS: String(vus), BASE_URL: cell.baseUrl }
-      })
+      const f = await attackScenario(scenario, { env: db.env, baseUrls: cell.baseUrls, rate: 0, requests: iterations, workers: connections })
       const after = await Promise.all(cell.procs.map((p) => requestsServed(p.url)))
-      return { ...figures(summary), served: after.map((a, i) => a - before[i]) }
+      return { ...f, served: after.map((a, i) => a - before[i]) }
     }
     log(`warming up every cell (${Math.ceil(requests / 10)} requests each)`)
     for (const cell of cells) await run(cell, Math.ceil(requests / 10))
@@ -76,7 +72,7 @@ export async function matrix ({
     const base = cells.find((c) => c.instances === instances[0] && c.workers === workers[0] && c.lb === lbs[0])
     const baseRps = mean(base.runs.map((f) => f.rps))
     const result = {
-      scenario, requests, vus, repeat, rows, nginxWorkers,
+      scenario, requests, connections, repeat, rows, nginxWorkers,
       cells: cells.map((c) => {
         const rps = c.runs.map((f) => f.rps)
         const served = c.runs.reduce((acc, f) => acc.map((s, i) => s + f.served[i]), c.procs.map(() => 0))
@@ -84,7 +80,7 @@ export async function matrix ({
         return {
           instances: c.instances, workers: c.workers, lb: c.lb, rps, mean: mean(rps), stdev: stdev(rps), ratio: mean(rps) / baseRps,
           seconds: mean(c.runs.map((f) => f.requests / f.rps)), p99: mean(c.runs.map((f) => f.p99)),
-          errors: c.runs.reduce((s, f) => s + Math.round(f.errorRate * f.requests), 0),
+          errors: c.runs.reduce((s, f) => s + f.errors, 0),
           shares: served.map((s) => s / total)
         }
       })
@@ -124,13 +120,13 @@ export function answers ({ cells, repeat }, { instances, workers, lbs }) {
   return out
 }
 
-export function markdown ({ scenario, requests, vus, repeat, rows, cells, answers }) {
+export function markdown ({ scenario, requests, connections, repeat, rows, cells, answers }) {
   const pct = (x) => `${Math.round(x * 100)}`
   const lines = [
     `# Scale-out matrix: ${scenario}`,
     '',
-    `${fmt(requests)} requests over ${vus} connections per run, ${repeat} run(s) per cell, ${fmt(rows)} rows of data; ` +
-    'load generator, PostgreSQL, Redis, nginx and the services share this machine\'s cores.',
+    `${fmt(requests)} requests over ${connections} connections per run (vegeta, closed loop), ${repeat} run(s) per cell, ${fmt(rows)} rows of data; ` +
+      'load generator, PostgreSQL, Redis, nginx and the services share this machine\'s cores.',
     '',
     '| instances | WORKERS | load balancer | RPS mean ± stdev | ratio to 1×1 | time per run s | p99 ms | errors | requests per instance % |',
     '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |'
@@ -156,40 +152,52 @@ export function plot ({ scenario, cells }) {
   })])
 }
 
+export const usage = {
+  usage: 'node loadtests/matrix.js [options]',
+  summary: 'Times the same fixed work (--requests over --connections, as fast as answers come) in every cell of instances × WORKERS × load balancer, ' +
+    '--repeat times, interleaved; starts its own PostgreSQL and Redis (or uses --database-url / --redis-url), nginx from the machine, and the instances as real processes. ' +
+    'Writes matrix.md (mean ± stdev, ratio to the first cell, which factor helps beyond the noise), matrix.svg and matrix.json.',
+  options: {
+    scenario: { type: 'string', value: 'NAME', default: 'product', help: SCENARIO_NAMES.join(', ') },
+    instances: { type: 'string', value: 'N,N,…', default: '1,2', help: 'processes of the service per cell' },
+    workers: { type: 'string', value: 'N,N,…', default: '1,2', help: 'WORKERS threads per process' },
+    lb: { type: 'string', value: 'LB,LB,…', default: 'none,round_robin,least_conn', help: 'none (client-side round robin), round_robin, least_conn (nginx)' },
+    repeat: { type: 'string', value: 'N', default: '5', help: 'runs per cell' },
+    requests: { type: 'string', value: 'N', default: '20000', help: 'requests per run' },
+    connections: { type: 'string', value: 'N', default: '64', help: 'keep-alive connections sending them' },
+    rows: { type: 'string', value: 'N', default: '10000', help: 'rows of generated data' },
+    'nginx-workers': { type: 'string', value: 'N', default: '1', help: 'nginx worker processes' },
+    'database-url': { type: 'string', value: 'URL', help: 'admin URL of a PostgreSQL to create the database on (default: a throwaway one)' },
+    'redis-url': { type: 'string', value: 'URL', help: 'a Redis to use (default: a throwaway one)' },
+    out: { type: 'string', value: 'DIR', help: 'where to write (default: loadtests/results/matrix-<scenario>-<time>)' }
+  },
+  examples: [
+    'node loadtests/matrix.js --scenario product',
+    'node loadtests/matrix.js --instances 1 --workers 1,2 --lb none --repeat 3 --requests 5000'
+  ]
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({
-    options: {
-      scenario: { type: 'string', default: 'product' },
-      instances: { type: 'string', default: '1,2' },
-      workers: { type: 'string', default: '1,2' },
-      lb: { type: 'string', default: 'none,round_robin,least_conn' },
-      repeat: { type: 'string', default: '5' },
-      requests: { type: 'string', default: '20000' },
-      vus: { type: 'string', default: '64' },
-      rows: { type: 'string', default: '10000' },
-      'nginx-workers': { type: 'string', default: '1' },
-      'database-url': { type: 'string' },
-      'redis-url': { type: 'string' },
-      out: { type: 'string' }
+  await runCommand('matrix', usage, async (values) => {
+    const scenario = oneOf(values, 'scenario', SCENARIO_NAMES)
+    const lbs = someOf(values, 'lb', ['none', 'round_robin', 'least_conn'])
+    if (new Set(lbs).size !== lbs.length) throw new UsageError(`--lb lists a balancer twice (got "${values.lb}")`)
+    const options = {
+      scenario,
+      instances: wholeNumbers(values, 'instances', { min: 1 }),
+      workers: wholeNumbers(values, 'workers', { min: 1 }),
+      lbs,
+      repeat: wholeNumber(values, 'repeat', { min: 1 }),
+      requests: wholeNumber(values, 'requests', { min: 1 }),
+      connections: wholeNumber(values, 'connections', { min: 1 }),
+      rows: wholeNumber(values, 'rows', { min: 1 }),
+      nginxWorkers: wholeNumber(values, 'nginx-workers', { min: 1 }),
+      databaseUrl: values['database-url'],
+      redisUrl: values['redis-url']
     }
+    const out = values.out ?? join(here, 'results', `matrix-${scenario}-${new Date().toISOString().replace(/[:.]/g, '-')}`)
+    const result = await matrix({ ...options, out, log: (m) => process.stderr.write(`matrix: ${m}\n`) })
+    console.log(markdown(result))
+    console.log(`written to ${relative(process.cwd(), out) || '.'}/ (matrix.md, matrix.svg, matrix.json)`)
   })
-  const list = (s) => s.split(',').map(Number)
-  const out = values.out ?? join(here, 'results', `matrix-${values.scenario}-${new Date().toISOString().replace(/[:.]/g, '-')}`)
-  const result = await matrix({
-    scenario: values.scenario,
-    instances: list(values.instances),
-    workers: list(values.workers),
-    lbs: values.lb.split(','),
-    repeat: Number(values.repeat),
-    requests: Number(values.requests),
-    vus: Number(values.vus),
-    rows: Number(values.rows),
-    nginxWorkers: Number(values['nginx-workers']),
-    databaseUrl: values['database-url'],
-    redisUrl: values['redis-url'],
-    out,
-    log: (m) => process.stderr.write(`matrix: ${m}\n`)
-  })
-  console.log(markdown(result))
-  console.log(`written to ${relative(process.cwd(), out) || '.'}/ (matrix.md, matrix.svg, matrix.json)`)
 }

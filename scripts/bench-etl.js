@@ -6,28 +6,42 @@
 //            into PostgreSQL; --files also times the path through 12.8 GB of CSV, generate + load)
 //   profile  10M restaurants, in constant memory (generate + load)
 //   npm run bench:etl [-- --service product|profile|menu] [--size N] [--regenerate] [--files] [--streams K]
-// (--streams: the seed's COPY connections, default one per CPU; 1 shows what parallel parsing gains)
+// (--streams: the seed's COPY connections, default one per CPU; 1 shows what parallel parsing gains;
+// `npm run bench:etl -- --help` for all of it)
 // The CSVs are generated once into .data/<service>-<N>/ and reused (--regenerate: again, timed). The
 // PostgreSQL is set up for bulk loads: wal_level=minimal, so a COPY into a table created in its own
 // transaction writes no WAL; fsync stays on.
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
-import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { startPostgres, watchMemory } from '@suite/kit/testing'
+import { commandLine, oneOf, wholeNumber } from '@suite/kit/args'
 
 const SERVICES = {
   product: { count: 'products', full: 1_000_011, targets: { load: 120 }, memoryMb: 256 },
   menu: { count: 'menus', full: 10_000_000, seed: true, targets: { seed: 180 }, memoryMb: 256 },
   profile: { count: 'restaurants', full: 10_000_000, targets: {}, memoryMb: 256 }
 }
-const { values: opts } = parseArgs({
-  options: { service: { type: 'string', default: 'product' }, size: { type: 'string' }, regenerate: { type: 'boolean', default: false }, files: { type: 'boolean', default: false }, streams: { type: 'string' } }
+const usage = {
+  usage: 'npm run bench:etl -- [options]   (or node scripts/bench-etl.js [options])',
+  summary: 'Times a service\'s data commands at full scale, each as its own process, with its peak memory, against the targets: ' +
+    'the Atelier set (product) loaded in ≤ 120 s with ≤ 256 MB; 10M menus generated and loaded (seed) in ≤ 180 s; 10M restaurants in constant memory. ' +
+    'CSVs are generated once into .data/<service>-<N>/ and reused; PostgreSQL is set up for bulk loads (wal_level=minimal, fsync on).',
+  options: {
+    service: { type: 'string', value: 'NAME', default: 'product', help: Object.keys(SERVICES).join(', ') },
+    size: { type: 'string', value: 'N', help: 'rows of the main table (default: the full scale; targets are checked only there)' },
+    regenerate: { type: 'boolean', default: false, help: 'generate the CSVs again, timed' },
+    files: { type: 'boolean', default: false, help: 'menu: also time the path through CSV files (generate + load)' },
+    streams: { type: 'string', value: 'K', help: 'menu seed: COPY connections at once (default: one per CPU)' }
+  },
+  examples: ['npm run bench:etl', 'npm run bench:etl -- --service menu', 'npm run bench:etl -- --service menu --size 1000000 --streams 1']
+}
+const { opts, spec, size } = commandLine('bench:etl', usage, (opts) => {
+  const spec = SERVICES[oneOf(opts, 'service', Object.keys(SERVICES))]
+  if (opts.streams !== undefined) wholeNumber(opts, 'streams', { min: 1 })
+  return { opts, spec, size: opts.size === undefined ? spec.full : wholeNumber(opts, 'size', { min: 1 }) }
 })
-const spec = SERVICES[opts.service]
-if (!spec) throw new Error(`--service must be one of ${Object.keys(SERVICES).join(', ')}`)
-const size = Number(opts.size ?? spec.full)
 const root = fileURLToPath(new URL('..', import.meta.url))
 const cli = `${root}services/${opts.service}/src/cli.js`
 const dir = `${root}.data/${opts.service}-${size}`

@@ -1,40 +1,52 @@
 // `npm run bench`: every service's benchmark, one after the other (never at once: they share the
 // machine's cores with their load generator), each against bare Fastify measured in its own run,
-// printed as one table.
-//   npm run bench [-- --only product,flows] [--duration 10] [--workers 1] [--connections 50]
-//                 [--products 100000] [--restaurants 100000] [--menus 200000]
-import { parseArgs } from 'node:util'
+// printed as one table. `npm run bench -- --help` for the options.
+import { runCommand, someOf, wholeNumber } from '@suite/kit/args'
 import { table } from './bench/harness.js'
+import * as product from './bench/product.js'
+import * as profile from './bench/profile.js'
+import * as menu from './bench/menu.js'
+import * as flows from './bench/flows.js'
 
-const benches = {
-  product: await import('./bench/product.js'),
-  profile: await import('./bench/profile.js'),
-  menu: await import('./bench/menu.js'),
-  flows: await import('./bench/flows.js')
-}
+const benches = { product, profile, menu, flows }
 const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))
 
-const { values } = parseArgs({
+export const usage = {
+  usage: 'npm run bench -- [options]   (or node scripts/bench.js [options])',
+  summary: 'Starts a throwaway PostgreSQL and Redis per service, loads its generated data set, and measures its routes cached and uncached ' +
+    'against bare Fastify (GET /hello) measured at the start and end of the same run: throughput over a fixed number of connections, ' +
+    'and latency at a fixed arrival rate (vegeta, open loop). Prints one table, then the targets. Run it on a quiet machine.',
   options: {
-    only: { type: 'string', default: Object.keys(benches).join(',') },
-    duration: { type: 'string', default: '10' },
-    workers: { type: 'string', default: '1' },
-    connections: { type: 'string' },
-    ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', default: String(v) }]))
+    only: { type: 'string', value: 'S,S,…', default: Object.keys(benches).join(','), help: 'the services to measure' },
+    duration: { type: 'string', value: 'SECONDS', default: '10', help: 'per case' },
+    workers: { type: 'string', value: 'N', default: '1', help: 'WORKERS threads of each service' },
+    connections: { type: 'string', value: 'N', help: 'connections of the throughput cases (default: 50; flows: 32 and 256)' },
+    ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', default: String(v), help: `${k} in the data set` }]))
+  },
+  examples: [
+    'npm run bench',
+    'npm run bench -- --only product,menu --duration 20 --menus 1000000',
+    'npm run bench -- --only flows --workers 2'
+  ]
+}
+
+await runCommand('bench', usage, async (values) => {
+  const names = someOf(values, 'only', Object.keys(benches))
+  const numbers = {
+    duration: wholeNumber(values, 'duration', { min: 1 }),
+    workers: wholeNumber(values, 'workers', { min: 1 }),
+    ...(values.connections !== undefined && { connections: wholeNumber(values, 'connections', { min: 1 }) }),
+    ...Object.fromEntries(Object.keys(sizes).map((k) => [k, wholeNumber(values, k, { min: 1 })]))
+  }
+  const rows = []
+  for (const name of names) rows.push(...await benches[name].run(numbers))
+
+  console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; data: ${Object.keys(sizes).map((k) => `${numbers[k]} ${k}`).join(', ')}`)
+  console.log('Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.\n')
+  console.log(table(rows))
+  for (const name of names) {
+    if (!benches[name].targets) continue
+    console.log(`\n| ${name} target | result | met |\n| --- | --- | --- |`)
+    for (const [target, met, value] of benches[name].targets(rows)) console.log(`| ${target} | ${value} | ${met ? 'yes' : 'NO'} |`)
   }
 })
-const names = values.only.split(',')
-for (const name of names) if (!benches[name]) throw new Error(`unknown benchmark ${name}: one of ${Object.keys(benches).join(', ')}`)
-const numbers = Object.fromEntries(Object.entries(values).filter(([k]) => k !== 'only' && values[k] !== undefined).map(([k, v]) => [k, Number(v)]))
-
-const rows = []
-for (const name of names) rows.push(...await benches[name].run(numbers))
-
-console.log(`\nWORKERS=${values.workers}, ${values.duration} s per case; data: ${Object.keys(sizes).map((k) => `${numbers[k]} ${k}`).join(', ')}`)
-console.log('Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.\n')
-console.log(table(rows))
-for (const name of names) {
-  if (!benches[name].targets) continue
-  console.log(`\n| ${name} target | result | met |\n| --- | --- | --- |`)
-  for (const [target, met, value] of benches[name].targets(rows)) console.log(`| ${target} | ${value} | ${met ? 'yes' : 'NO'} |`)
-}

@@ -1,18 +1,25 @@
 // `npm run explain`: EXPLAIN (ANALYZE, BUFFERS) of every product query on a loaded catalogue — the
 // evidence for the indexes in services/product/migrations — next to the OFFSET query it replaces.
-//   node scripts/explain.js [--products 100000]
+//   npm run explain [-- --products 100000]   (--help: the options)
 import { existsSync } from 'node:fs'
-import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { startPostgres } from '@suite/kit/testing'
+import { commandLine, wholeNumber } from '@suite/kit/args'
 import { pgTarget } from '@suite/kit/etl'
 import { generate, load } from '../services/product/etl/index.js'
 import * as sql from '../services/product/src/sql.js'
 
-const { values: opts } = parseArgs({ options: { products: { type: 'string', default: '100000' } } })
-const PRODUCTS = Number(opts.products)
+const usage = {
+  usage: 'npm run explain -- [options]   (or node scripts/explain.js [options])',
+  summary: 'Loads a generated catalogue into a throwaway PostgreSQL and prints EXPLAIN (ANALYZE, BUFFERS) of every product query — ' +
+    'by id, styles, related, page 1, the deepest page by its seq range, the same page with OFFSET as the journal did, the keyset page — ' +
+    'the evidence for the indexes in services/product/migrations. The data is generated once into .data/ and reused.',
+  options: { products: { type: 'string', value: 'N', default: '100000', help: 'products in the catalogue (1000011: the real Atelier size)' } },
+  examples: ['npm run explain', 'npm run explain -- --products 1000011']
+}
+const PRODUCTS = commandLine('explain', usage, (opts) => wholeNumber(opts, 'products', { min: 1 }))
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dir = `${root}.data/${PRODUCTS === 1000011 ? 'atelier-full' : `bench-${PRODUCTS}`}`
 

@@ -1,13 +1,14 @@
 // `npm run generate`: writes, from services/list.js, every file that names the services and cannot
 // import that list: skaffold.yaml, the umbrella's Chart.yaml, values files and values.schema.json, the
 // service chart's schema, the TestRun chart's values, schema and template, the k6 scripts'
-// services.js and suite.js, and the service tables of README.md and charts/README.md. In YAML and Markdown only
+// services.js, suite.js and the scenarios' registry, and the service tables of README.md and charts/README.md. In YAML and Markdown only
 // the marked blocks are written (the rest is hand-written); JSON schemas get their per-service keys.
 //   npm run generate             write the files
 //   npm run generate -- --check  write nothing; list the stale files and exit 1 if there are any
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { runCommand } from '@suite/kit/args'
 import { SERVICES } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -158,6 +159,9 @@ const aliasValues = (anchor) => (text) => block(text, 'services', others(text, a
 // A scenario per service (loadtests/k6/<name>.js), all in one k6 process.
 const k6Suite = (text) => block(text, 'scenarios', SERVICES.map((s) => `export { ${s.name} } from './${s.name}.js'`), { open: '//' })
 
+// The scenarios of the load tests, one per service (each defined above the block, by hand).
+const k6Scenarios = (text) => block(text, 'scenarios', [`const SCENARIOS = { ${SERVICES.map((s) => s.name).join(', ')} }`], { open: '//' })
+
 const readme = (text) => block(text, 'services', [
   '| service | what | port under `npm start` |',
   '| --- | --- | --- |',
@@ -192,6 +196,7 @@ export const FILES = {
   'charts/suite/tests/routing_test.yaml': routingTest,
   'loadtests/k6/services.js': k6Services,
   'loadtests/k6/suite.js': k6Suite,
+  'loadtests/k6/scenarios.js': k6Scenarios,
   'README.md': readme,
   'charts/README.md': chartsReadme
 }
@@ -207,19 +212,22 @@ export function stale (dir = root) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const args = process.argv.slice(2)
-  if (args.some((a) => a !== '--check')) {
-    console.error('usage: npm run generate [-- --check]')
-    process.exit(2)
-  }
-  const changed = stale()
-  if (args.includes('--check')) {
-    for (const { path } of changed) console.error(`generate: ${path} is stale: run npm run generate`)
-    process.exit(changed.length ? 1 : 0)
-  }
-  for (const { path, want } of changed) {
-    writeFileSync(join(root, path), want)
-    console.log(`generate: wrote ${path}`)
-  }
-  if (!changed.length) console.log('generate: every generated file is up to date')
+  await runCommand('generate', {
+    usage: 'npm run generate [-- --check]   (or node scripts/generate.js [options])',
+    summary: 'Writes, from services/list.js, every file that names the services and cannot import the list (CONTRIBUTING.md: One list of services).',
+    options: { check: { type: 'boolean', default: false, help: 'write nothing: name the stale files, exit 1 if there are any' } },
+    examples: ['npm run generate', 'npm run generate -- --check']
+  }, ({ check }) => {
+    const changed = stale()
+    if (check) {
+      for (const { path } of changed) console.error(`generate: ${path} is stale: run npm run generate`)
+      process.exitCode = changed.length ? 1 : 0
+      return
+    }
+    for (const { path, want } of changed) {
+      writeFileSync(join(root, path), want)
+      console.log(`generate: wrote ${path}`)
+    }
+    if (!changed.length) console.log('generate: every generated file is up to date')
+  })
 }

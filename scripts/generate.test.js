@@ -3,7 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -22,6 +22,7 @@ test('a generated block edited by hand, or a file missing, is stale; generate --
       mkdirSync(dirname(join(copy, path)), { recursive: true })
       cpSync(join(root, path), join(copy, path))
     }
+    symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'))
     const values = join(copy, 'charts/suite/values.yaml')
     writeFileSync(values, readFileSync(values, 'utf8').replace('scaleOption: products', 'scaleOption: rows'))
     rmSync(join(copy, 'loadtests/k6/services.js'))

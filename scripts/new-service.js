@@ -1,34 +1,34 @@
-// `npm run new-service -- NAME [--port N]`: a new service that runs, from folder to load test —
+// `npm run new-service -- --name NAME [--port N]`: a new service that runs, from folder to load test —
 // services/NAME (service definition, routes with their schemas, SQL, a migration, a test), its k6
 // scenario loadtests/k6/NAME.js, and its entry in services/list.js. Then `npm install` and
 // `npm run generate` (CONTRIBUTING.md: Adding a service). It serves one resource, `items`:
 //   POST /NAME/items {name} → 201 {id, name}; GET /NAME/items/:id; GET /NAME/items (the first 100)
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
+import { commandLine, UsageError } from '@suite/kit/args'
 import { SERVICES } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const usage = 'usage: npm run new-service -- NAME [--port N]   (NAME: lowercase letters and digits)'
-let args
-try {
-  args = parseArgs({ allowPositionals: true, options: { port: { type: 'string' } } })
-} catch (err) {
-  fail(err.message)
-}
-const [name, ...extra] = args.positionals
-if (!name || extra.length) fail('one NAME is needed')
-if (!/^[a-z][a-z0-9]*$/.test(name)) fail(`"${name}" is not a service name`)
-if (existsSync(join(root, 'services', name)) || SERVICES.some((s) => s.name === name)) fail(`${name} exists already`)
-const port = args.values.port === undefined ? Math.max(...SERVICES.map((s) => s.port)) + 1 : Number(args.values.port)
-if (!Number.isInteger(port) || port < 1024 || port > 65535) fail(`--port must be a port number from 1024 (got "${args.values.port}")`)
-if (SERVICES.some((s) => s.port === port)) fail(`port ${port} is ${SERVICES.find((s) => s.port === port).name}'s`)
-
-function fail (message) {
-  console.error(`new-service: ${message}\n${usage}`)
-  process.exit(2)
-}
+const { name, port } = commandLine('new-service', {
+  usage: 'npm run new-service -- --name NAME [--port N]   (or node scripts/new-service.js [options])',
+  summary: 'Makes a new service that runs, from folder to load test: services/NAME, loadtests/k6/NAME.js, its scenario in loadtests/k6/scenarios.js and its entry in services/list.js. Then npm install and npm run generate (CONTRIBUTING.md: Adding a service).',
+  options: {
+    name: { type: 'string', value: 'NAME', help: 'the service: lowercase letters and digits (its folder, image, chart alias, Prometheus job)' },
+    port: { type: 'string', value: 'N', help: 'its port under npm start (default: the next after the last service\'s)' }
+  },
+  examples: ['npm run new-service -- --name reviews', 'npm run new-service -- --name reviews --port 3010']
+}, (values) => {
+  const name = values.name
+  if (!name) throw new UsageError('--name NAME is required')
+  if (!/^[a-z][a-z0-9]*$/.test(name)) throw new UsageError(`--name must be lowercase letters and digits, a letter first (got "${name}")`)
+  if (existsSync(join(root, 'services', name)) || SERVICES.some((s) => s.name === name)) throw new UsageError(`--name: ${name} exists already`)
+  const port = values.port === undefined ? Math.max(...SERVICES.map((s) => s.port)) + 1 : Number(values.port)
+  if (!/^\d+$/.test(values.port ?? '0') || port < 1024 || port > 65535) throw new UsageError(`--port must be a port number from 1024 to 65535 (got "${values.port}")`)
+  const taken = SERVICES.find((s) => s.port === port)
+  if (taken) throw new UsageError(`--port: ${port} is ${taken.name}'s`)
+  return { name, port }
+})
 
 const title = name[0].toUpperCase() + name.slice(1)
 const files = {
@@ -184,27 +184,51 @@ test('every route answers bad requests with the one error body', async () => {
 })
 `,
 
-  [`loadtests/k6/${name}.js`]: `// ${title}: reads of the items list (a k6 scenario at a fixed arrival rate, lib.js).
+  [`loadtests/k6/${name}.js`]: `// ${title}: the traffic and its settings are scenarios.js (${name}).
 //   k6 run --no-usage-report -e BASE_URL=http://localhost:${port} -e RATE=100 loadtests/k6/${name}.js
-import { options as optionsFor, baseUrl, request } from './lib.js'
+import { options as optionsFor, iteration } from './lib.js'
 
-const S = '${name}'
-export const options = optionsFor(S)
-const base = baseUrl(S)
-
-export function ${name} () {
-  return request('GET', \`\${base()}/${name}/items\`, { name: 'GET /${name}/items' })
-}
+export const options = optionsFor('${name}')
+export const ${name} = iteration('${name}')
 export default ${name}
 `
 }
 
-// Its entry in services/list.js: the last of the list.
+/** Inserts `text` into `file` before the line `anchor`; a file not as expected stops with one line. */
+function insertBefore (file, anchor, text) {
+  const old = readFileSync(join(root, file), 'utf8')
+  const at = old.indexOf(`\n${anchor}\n`)
+  if (at < 0) {
+    console.error(`new-service: ${file}: the line "${anchor}" is not where it was; nothing written`)
+    process.exit(1)
+  }
+  return () => {
+    writeFileSync(join(root, file), old.slice(0, at + 1) + text + old.slice(at + 1))
+    console.log(`new-service: added ${name} to ${file}`)
+  }
+}
+
+// Its scenario, in the one source of the load tests (the k6 scripts and the local runner read it).
+const addScenario = insertBefore('loadtests/k6/scenarios.js', '// One scenario per service of services/list.js (a missing one is a ReferenceError here).', `const ${name} = {
+  param: 'id',
+  routes: { 'GET /${name}/items': [] },
+  // Reads of the items list: npm run new-service's start, to make the service's own traffic.
+  make () {
+    return () => ({ method: 'GET', path: '/${name}/items', name: 'GET /${name}/items' })
+  }
+}
+
+`)
+// Its entry in services/list.js: the last of the list (after the last entry's closing brace).
 const listFile = join(root, 'services/list.js')
 const list = readFileSync(listFile, 'utf8')
-const end = list.indexOf('\n]\n')
-if (end < 0) fail('services/list.js: the end of SERVICES ("\\n]") is not where it was')
-const entry = `,
+const listEnd = list.indexOf('\n]\n')
+if (listEnd < 0) {
+  console.error('new-service: services/list.js: the end of SERVICES ("]" alone on a line) is not where it was; nothing written')
+  process.exit(1)
+}
+const addEntry = () => {
+  writeFileSync(listFile, list.slice(0, listEnd) + `,
   {
     name: '${name}',
     summary: 'the ${name} service',
@@ -213,11 +237,14 @@ const entry = `,
     samples: ['/${name}/items'],
     checks: ['/readyz', '/${name}/items'],
     scenario: {}
-  }`
+  }` + list.slice(listEnd))
+  console.log(`new-service: added ${name} to services/list.js`)
+}
 for (const [path, text] of Object.entries(files)) {
   mkdirSync(dirname(join(root, path)), { recursive: true })
   writeFileSync(join(root, path), text, { flag: 'wx' })
   console.log(`new-service: wrote ${path}`)
 }
-writeFileSync(listFile, list.slice(0, end) + entry + list.slice(end))
-console.log(`new-service: added ${name} (port ${port} under npm start) to services/list.js; now npm install, then npm run generate`)
+addScenario()
+addEntry()
+console.log(`new-service: ${name} takes port ${port} under npm start; now npm install, then npm run generate`)

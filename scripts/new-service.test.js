@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process'
 import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { startService, send, get } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
 import { parse, requireTools, template, umbrella } from '../charts/test/lib.js'
@@ -40,7 +40,7 @@ test('Adding a service, as CONTRIBUTING.md says: the charts render it, skaffold 
   const block = /## Adding a service[\s\S]*?```sh\n([\s\S]*?)```/.exec(doc)?.[1]
   assert.ok(block, 'CONTRIBUTING.md has the sh block of "Adding a service"')
   const commands = block.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean)
-  assert.deepEqual(commands, [`npm run new-service -- ${NAME}`, 'npm install', 'npm run generate', 'npm test'], 'the steps this test follows')
+  assert.deepEqual(commands, [`npm run new-service -- --name ${NAME}`, 'npm install', 'npm run generate', 'npm test'], 'the steps this test follows')
   for (const command of commands) {
     // npm install would write into the shared node_modules (the new workspace needs nothing new:
     // @suite/kit resolves from there); npm test is this whole suite: the service's own test runs below.
@@ -64,6 +64,10 @@ test('Adding a service, as CONTRIBUTING.md says: the charts render it, skaffold 
   const dashboard = readFileSync(join(copy, 'charts/suite/dashboards/services.json'), 'utf8')
   assert.match(dashboard, /label_values\(http_request_duration_seconds_count\{namespace=~\\"\$namespace\\"\}, job\)/, 'the dashboard lists services by job')
   assert.match(readFileSync(join(copy, 'loadtests/k6/suite.js'), 'utf8'), new RegExp(`export \\{ ${NAME} \\} from './${NAME}.js'`), 'the k6 suite runs it')
+  // Its scenario, as the k6 script and the local runner read it: a request to its route. (The
+  // copy's module, by path.)
+  const { scenario } = await import(pathToFileURL(join(copy, 'loadtests/k6/scenarios.js')))
+  assert.deepEqual(scenario(NAME).draw(Math.random), { method: 'GET', path: `/${NAME}/items`, name: `GET /${NAME}/items` })
 
   // It starts on a real PostgreSQL: migrate, serve, a write and a read.
   const databaseUrl = await createDatabase(NAME)

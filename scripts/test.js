@@ -15,7 +15,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const patterns = process.argv.slice(2)
 const whole = !patterns.length
 const files = whole ? ['services/*/test/**/*.test.js', 'scripts/*.test.js', 'charts/test/*.test.js', 'loadtests/test/*.test.js'] : patterns
-// The Go tools (helm, kubeconform, k6…) that scripts/tools.sh installs, found without a PATH change.
+// The Go tools (helm, kubeconform, vegeta…) that scripts/tools.sh installs, found without a PATH change.
 const tools = `${process.env.SUITE_TOOLS ?? `${homedir()}/.cache/suite-tools`}/go-bin`
 
 // Lines covered by the test run, per workspace, at least (percent): a service without a floor of

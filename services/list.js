@@ -16,7 +16,7 @@
 //             RegularExpression (the whole path, no anchors)
 //   samples   paths that answer 200 on its sample data: npm start prints them, the tests call them
 //   checks    paths `helm test` calls
-//   scenario  the k6 scenario's settings in the TestRun chart (loadtests/k6/<name>.js reads them)
+//   scenario  the load test's settings in the TestRun chart (its traffic: loadtests/k6/scenarios.js)
 export const SERVICES = [
   {
     name: 'product',

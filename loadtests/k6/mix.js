@@ -1,5 +1,5 @@
-// The traffic shapes, as pure functions of a random source: k6 scripts call them with Math.random,
-// node:test calls them with a seeded generator and checks the proportions. No k6 import here.
+// The traffic shapes, as pure functions of a random source: scenarios.js draws with them (the k6
+// scripts pass Math.random); node:test calls them with a seeded generator and checks the proportions.
 
 /** "1-2000" → [1, 2000]. */
 export function range (text) {

@@ -1,5 +1,5 @@
 // A throwaway Prometheus (the Debian package's binary) that scrapes local services the way the
-// cluster's does — every series with job=<service>, namespace and pod — and takes k6's remote write.
+// cluster's does — every series with job=<service>, namespace and pod.
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { freePort } from '@suite/kit/testing'
@@ -8,7 +8,7 @@ import { daemonDir, findBinary, startDaemon } from './daemon.js'
 /**
  * jobs: { <service>: [url, …] }. Each job scrapes its instances every `scrapeSeconds`; a static
  * `namespace` label and `pod` = the instance stand in for what the ServiceMonitor adds in a cluster.
- * Returns { url, writeUrl, api(path, params), stop() }.
+ * Returns { url, api(path, params), stop() }.
  */
 export async function startPrometheus ({ jobs, namespace = 'suite', scrapeSeconds = 1 }) {
   const bin = findBinary('prometheus', ['/usr/bin'], 'apt-get install prometheus')
@@ -31,7 +31,6 @@ export async function startPrometheus ({ jobs, namespace = 'suite', scrapeSecond
       `--config.file=${join(dir, 'prometheus.yml')}`,
       `--storage.tsdb.path=${join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
-      '--web.enable-remote-write-receiver',
       '--log.level=warn'
     ],
     readyUrl: `${url}/-/ready`,
@@ -39,7 +38,6 @@ export async function startPrometheus ({ jobs, namespace = 'suite', scrapeSecond
   })
   return {
     url,
-    writeUrl: `${url}/api/v1/write`,
     ...daemon,
     /** GET /api/v1/<path>; resolves to `data`, rejects with Prometheus' error. */
     async api (path, params) {

@@ -26,7 +26,7 @@ export async function servers ({ databaseUrl, redisUrl } = {}) {
 
 /**
  * A new database on the server of `adminUrl`, migrated, with `rows` generated rows loaded.
- * Returns { url, env }: env tells the k6 scenario the ids that exist (<SERVICE>_IDS, PRODUCT_PRODUCTS).
+ * Returns { url, env }: env tells the scenario the ids that exist (<SERVICE>_IDS, PRODUCT_PRODUCTS).
  */
 export async function prepareDatabase (service, { adminUrl, rows = 1000 }) {
   const url = await createDatabase(adminUrl, `loadtest_${service}`)

@@ -1,12 +1,14 @@
 // charts/loadtest on its own: lint, render every mode and validate it offline against the
-// Kubernetes and k6-operator TestRun schemas, its unit tests, its values schema, and the scripts
-// it ships being exactly loadtests/k6 (one copy, through the chart's link).
+// Kubernetes and k6-operator TestRun schemas, its unit tests, its values schema, the scripts it
+// ships being exactly loadtests/k6 (one copy, through the chart's link), and its SLOs being those of
+// loadtests/k6/scenarios.js, the one source the local runner reads too.
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { kubeconform, requireTools } from '../../charts/test/lib.js'
+import { SLO } from '../k6/scenarios.js'
 
 const CHART = fileURLToPath(new URL('../../charts/loadtest', import.meta.url))
 const SCRIPTS = fileURLToPath(new URL('../k6/', import.meta.url))
@@ -60,4 +62,14 @@ test('the ConfigMap ships every file of loadtests/k6, byte for byte', () => {
   const files = readdirSync(SCRIPTS).filter((f) => f.endsWith('.js')).sort()
   assert.deepEqual(Object.keys(data).sort(), files)
   for (const f of files) assert.equal(data[f], readFileSync(SCRIPTS + f, 'utf8'), f)
+})
+
+test('the chart\'s SLOs are scenarios.js\'s, and every TestRun gets them', () => {
+  const values = JSON.parse(execFileSync('yq', ['-o=json', '.slo', `${CHART}/values.yaml`], { encoding: 'utf8' }))
+  assert.deepEqual(values, { p95Ms: SLO.p95Ms, p99Ms: SLO.p99Ms, errorRate: SLO.errorRate }, 'charts/loadtest/values.yaml slo: set it from loadtests/k6/scenarios.js SLO')
+  const runs = render('mode=ladder').split(/^---$/m).filter((doc) => /^kind: TestRun$/m.test(doc))
+  for (const doc of runs) {
+    const env = Object.fromEntries(JSON.parse(execFileSync('yq', ['-o=json', '.spec.runner.env'], { input: doc, encoding: 'utf8' })).map((e) => [e.name, e.value]))
+    assert.deepEqual([env.P95_MS, env.P99_MS, env.ERROR_RATE], [String(SLO.p95Ms), String(SLO.p99Ms), String(SLO.errorRate)])
+  }
 })

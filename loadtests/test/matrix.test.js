@@ -27,7 +27,7 @@ test('a difference counts only beyond two standard errors', () => {
 test('every cell is measured, and nginx and the client spread requests over the instances', async () => {
   const out = await mkdtemp(join(tmpdir(), 'matrix-test-'))
   try {
-    const r = await matrix({ scenario: 'product', instances: [1, 2], workers: [1], repeat: 1, requests: 300, vus: 8, rows: 300, databaseUrl: adminUrl, redisUrl, out })
+    const r = await matrix({ scenario: 'product', instances: [1, 2], workers: [1], repeat: 1, requests: 300, connections: 8, rows: 300, databaseUrl: adminUrl, redisUrl, out })
     assert.deepEqual(r.cells.map((c) => `${c.instances}×${c.workers} ${c.lb}`),
       ['1×1 none', '1×1 round_robin', '1×1 least_conn', '2×1 none', '2×1 round_robin', '2×1 least_conn'])
     assert.equal(r.cells[0].ratio, 1)

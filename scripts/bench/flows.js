@@ -29,7 +29,7 @@ export function run (opts) {
         name: `POST /flows ×${BATCH} ${name} keys`,
         url: flows.url,
         connections,
-        setup: (req) => ({ ...req, method: 'POST', path: '/flows', headers: { 'content-type': 'application/json' }, body: JSON.stringify(batch()) }),
+        request: () => ({ method: 'POST', path: '/flows', body: batch() }),
         counters: { 'rows/s': 'flows_records_committed_total', 'req/flush': ['flows_flush_requests_sum', 'flows_flush_requests_count'] }
       })
       return [

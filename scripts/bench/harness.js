@@ -5,14 +5,14 @@
 // is a ratio to that baseline — the machine is shared and noisy, ratios in one run are what hold.
 import { fileURLToPath } from 'node:url'
 import { existsSync } from 'node:fs'
-import autocannon from 'autocannon'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { startPostgres, startRedis, startService, get, metric } from '@suite/kit/testing'
 import { pgTarget } from '@suite/kit/etl'
-import { constantRate } from './rate.js'
+import { attack } from '../../loadtests/lib/vegeta.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
+const RATE_CONNECTIONS = 64 // fixed-rate cases: requests in flight at most (vegeta's workers)
 
 /**
  * @param {object} o
@@ -21,8 +21,9 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
  * @param {boolean} [o.uncached]    also start an instance with CACHE_ENABLED=false
  * @param {number[]} [o.baselineConnections]  the baseline at each of these (default: connections)
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
- *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | setup(req), rate?,
- *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics) }
+ *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | request(), rate?,
+ *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics) };
+ *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
 export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, cases }) {
@@ -89,23 +90,40 @@ export async function runBench ({ service, dataset, uncached = false, duration =
 async function measure (c, { service, duration, connections }) {
   const row = { service, case: c.name, connections: c.connections ?? connections, baseline: c.baseline }
   if (c.rate) {
-    // Open loop at a fixed rate: latency as clients arriving on their own see it.
-    const r = await constantRate({ url: c.url, path: c.path, rate: c.rate, duration, groupBy: c.groups && ((p) => c.groups[p]) })
-    const grouped = Object.entries(r.groups).map(([name, g]) => ({ ...row, case: `${name} (interleaved)`, ...g, rate: c.rate, non2xx: r.non2xx, errors: r.errors }))
-    return c.groups ? grouped : [{ ...row, rps: r.rps, p50: r.p50, p99: r.p99, rate: c.rate, non2xx: r.non2xx, errors: r.errors }]
+    // Open loop at a fixed rate (vegeta): latency as clients arriving on their own see it, the
+    // target's queueing included; `groups` (path → name) also gives percentiles per group of paths
+    // sent in the same run (page 1 vs the deepest page, interleaved: both meet the same noise).
+    const pathOf = (url) => url.replace(/^[a-z]+:\/\/[^/]+/, '')
+    const f = await attack({
+      draw: () => ({ method: 'GET', path: c.path() }),
+      classify: (method, url) => ({ name: c.groups?.[pathOf(url)] ?? c.name, expected: (status) => status >= 200 && status < 300 }),
+      baseUrls: [c.url],
+      rate: c.rate,
+      seconds: duration,
+      workers: RATE_CONNECTIONS,
+      name: `${service}: ${c.name}`
+    })
+    const common = { ...row, connections: RATE_CONNECTIONS, rate: c.rate, non2xx: non2xx(f), errors: f.statuses[0] ?? 0, counters: { late: f.late, dropped: f.dropped } }
+    if (!c.groups) return [{ ...common, rps: f.rps, p50: f.p50, p99: f.p99 }]
+    return Object.entries(f.routes).map(([name, g]) => ({ ...common, case: `${name} (interleaved)`, rps: g.requests / f.seconds, p50: g.p50, p99: g.p99 }))
   }
-  const setupRequest = c.setup ?? ((req) => ({ ...req, path: c.path() }))
-  const load = (seconds) => autocannon({ url: c.url, connections: row.connections, duration: seconds, requests: [{ setupRequest }] })
+  // Throughput: a closed loop over `connections` (vegeta), each sending its next request as soon as
+  // its answer came.
+  const draw = c.request ?? (() => ({ method: 'GET', path: c.path() }))
+  const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, workers: row.connections, name: `${service}: ${c.name}` })
   await load(1) // warm-up, not counted: JIT, connections, PostgreSQL's buffers
   const before = c.counters && (await get(c.url, '/metrics')).body
-  const r = await load(duration)
+  const f = await load(duration)
   if (c.counters) {
     const after = (await get(c.url, '/metrics')).body
     row.counters = Object.fromEntries(Object.entries(c.counters).map(([label, name]) =>
-      [label, Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / r.duration]))
+      [label, Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / f.seconds]))
   }
-  return [{ ...row, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx }]
+  return [{ ...row, rps: f.rps, p50: f.p50, p99: f.p99, errors: f.statuses[0] ?? 0, non2xx: non2xx(f) }]
 }
+
+// Answers other than 2xx (status 0 is no answer: an error, counted apart).
+const non2xx = (f) => Object.entries(f.statuses).reduce((n, [code, k]) => n + (code !== '0' && (code < 200 || code >= 300) ? k : 0), 0)
 
 // [sum, count] of a histogram: its mean over the case (e.g. requests per flush).
 const ratio = (before, after, sum, count) =>
@@ -127,20 +145,20 @@ export function table (rows) {
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |'
   ]
   for (const r of rows) {
-    const notes = Object.entries(r.counters ?? {}).map(([k, v]) => `${k} ${fmt(v, v < 100 ? 1 : 0)}`).join(', ')
+    const notes = Object.entries(r.counters ?? {}).map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) || v >= 100 ? 0 : 1)}`).join(', ')
     const ratioToBase = r.rate ? `- (fixed ${fmt(r.rate)}/s)` : fmt(r.rps / baseOf(r), 2)
-    out.push(`| ${r.service} | ${r.case} | ${r.rate ? '≤64' : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${r.non2xx} | ${r.errors} | ${notes} |`)
+    out.push(`| ${r.service} | ${r.case} | ${r.rate ? `≤${r.connections}` : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${r.non2xx} | ${r.errors} | ${notes} |`)
   }
   return out.join('\n')
 }
 
 /**
- * Requests each of `paths` once, 50 at a time (autocannon), so that a case measures a warm cache:
- * every key it will read is in Redis before it starts.
+ * Requests each of `paths` once, 50 at a time, so that a case measures a warm cache: every key it
+ * will read is in Redis before it starts.
  */
 export async function warm (url, paths) {
   let next = 0
-  await autocannon({ url, connections: 50, amount: paths.length, requests: [{ setupRequest: (req) => ({ ...req, path: paths[next++] }) }] })
+  await attack({ draw: () => ({ method: 'GET', path: paths[next++] }), classify: () => ({ name: 'warm', expected: () => true }), baseUrls: [url], requests: paths.length, workers: 50 })
 }
 
 /** A random element of a list. */

@@ -1,5 +1,5 @@
 // The product service: each route cached (a warmed hot set of 1,000 ids) and uncached; then, at a
-// fixed 1K RPS (open loop, bench/rate.js), bare Fastify (the latency floor of this machine and this
+// fixed 1K RPS (open loop, vegeta), bare Fastify (the latency floor of this machine and this
 // client), uncached styles, and page 1 against the deepest page interleaved in one run so that both
 // meet the same noise. Ends with the product issue's targets.
 import { runBench, pick, warm } from './harness.js'

@@ -18,18 +18,18 @@ export function run ({ restaurants = defaults.restaurants, ...opts }) {
       const mix = () => (Math.random() < 0.75 ? pick(hot) : pick(ids))
       await warm(cached.url, ids.flatMap((id) => [`/restaurants/${id}`, `/restaurants/${id}/profile`]))
       let n = 0
-      const write = (req) => {
+      const write = () => {
         const i = n++
         const body = i % 2
           ? { quality: i % 101, name: `Patched ${i}` }
           : { name: `Replaced ${i}`, address: '1 Main St', phone: '(555) 010-0000', picture: 'https://images.example/r.jpg', cuisine: 'Thai', price_range: 2, stars: 4.5, quality: 90, delivery: 80, accuracy: 70 }
-        return { ...req, method: i % 2 ? 'PATCH' : 'PUT', path: `/restaurants/${pick(ids)}`, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }
+        return { method: i % 2 ? 'PATCH' : 'PUT', path: `/restaurants/${pick(ids)}`, body }
       }
       return [
         { name: 'cached GET /restaurants/:id (75% on 20 hot ids)', url: cached.url, path: () => `/restaurants/${mix()}` },
         { name: 'cached GET /restaurants/:id/profile (same mix)', url: cached.url, path: () => `/restaurants/${mix()}/profile` },
         { name: 'uncached GET /restaurants/:id (same mix)', url: uncached.url, path: () => `/restaurants/${mix()}` },
-        { name: 'PUT/PATCH mix (uniform ids)', url: cached.url, setup: write }
+        { name: 'PUT/PATCH mix (uniform ids)', url: cached.url, request: write }
       ]
     }
   })

@@ -1,7 +1,7 @@
 // The command line every service has: `serve` (default) and `migrate`, plus the service's own commands.
-//   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]
-import { parseArgs } from 'node:util'
+//   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]   (--help: every command, with examples)
 import { availableParallelism } from 'node:os'
+import { relative } from 'node:path'
 import { loadConfig, ConfigError } from './config.js'
 import { createLogger } from './logger.js'
 import { Worker } from 'node:worker_threads'
@@ -12,6 +12,7 @@ import { createCache } from './cache.js'
 import { createMetrics } from './metrics.js'
 import { migrate, MigrationError } from './migrate.js'
 import { runWorkers } from './workers.js'
+import { parseCommand, usageText, UsageError, UserError, wholeNumber, numberIn } from './args.js'
 import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
@@ -28,26 +29,49 @@ const MIN_LOCK_WAIT_S = 5
 
 /**
  * @param {object} service  the service definition (src/service.js's default export)
- * @param {Record<string, { summary: string, options?: object, config?: false, run: Function }>} commands
- *   the service's own commands; `run(values, { service, config, log })` gets the parsed --options;
+ * @param {Record<string, { summary: string, options?: object, examples?: string[], config?: false, run: Function }>} commands
+ *   the service's own commands; `run(values, { service, config, log })` gets the parsed --options
+ *   (node:util parseArgs options, each with a `help` line and a `value` name for --help);
  *   `config: false` for a command that needs no settings (no DATABASE_URL, say)
  */
 export async function runCli (service, commands = {}) {
+  const prog = `node ${relative(process.cwd(), process.argv[1]) || process.argv[1]}`
   const all = {
-    serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(service, ctx.config, ctx.log) },
+    serve: { summary: 'run the HTTP API on WORKERS threads (settings from the environment)', run: (v, ctx) => runWorkers(service, ctx.config, ctx.log) },
     migrate: {
-      summary: `apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up, and for each lock (at least ${MIN_LOCK_WAIT_S})]`,
-      options: { wait: { type: 'string', default: '0' } },
+      summary: 'apply the SQL migrations (idempotent, advisory-locked)',
+      options: { wait: { type: 'string', value: 'SECONDS', default: '0', help: `while PostgreSQL is unreachable, retry this long; also the longest wait for each lock (at least ${MIN_LOCK_WAIT_S})` } },
+      examples: [`${prog} migrate --wait 30`],
       run: (v, ctx) => migrateCommand(service, ctx, wholeNumber(v, 'wait'))
     },
     ...commands
   }
-  const [name = 'serve', ...rest] = process.argv.slice(2)
-  const command = all[name]
-  if (!command) {
-    console.error(`usage: ${service.name} <command> [--options]\n` + Object.entries(all).map(([n, c]) => `  ${n.padEnd(10)} ${c.summary}`).join('\n'))
+  const top = {
+    usage: `${prog} [command] [options]`,
+    summary: `The ${service.name} service. Settings come from the environment (DATABASE_URL, REDIS_URL, PORT, WORKERS…: the README's Configuration table); a bad one stops it with one line naming it.`,
+    more: 'commands (serve when none is given):\n' + Object.entries(all).map(([n, c]) => `  ${n.padEnd(10)} ${c.summary}`).join('\n') +
+      `\n\n${prog} <command> --help: that command's options.`,
+    examples: [`DATABASE_URL=postgres://localhost/suite ${prog} serve`, `DATABASE_URL=postgres://localhost/suite ${prog} migrate`, ...Object.values(commands).flatMap((c) => c.examples ?? []).slice(0, 3)]
+  }
+  const args = process.argv.slice(2)
+  if (['--help', '-h', 'help'].includes(args[0])) return void process.stdout.write(usageText(top))
+  // No command, or options first: serve's.
+  const [name, ...rest] = args.length && !args[0].startsWith('-') ? args : ['serve', ...args]
+  const command = Object.hasOwn(all, name) ? all[name] : null
+  const fail = (prefix, message, spec) => {
+    process.stderr.write(`${prefix}: ${message}\n\n${usageText(spec)}`)
     process.exit(2)
   }
+  if (!command) return fail(service.name, `unknown command "${name}"`, top)
+  const spec = { usage: `${prog} ${name} [options]`, summary: command.summary, options: command.options, examples: command.examples }
+  let values
+  try {
+    values = parseCommand(spec, rest)
+  } catch (err) {
+    if (err instanceof UsageError) return fail(`${service.name} ${name}`, err.message, spec)
+    throw err
+  }
+  if (values === null) return // --help
   let config
   try {
     config = command.config === false ? null : loadConfig(service.config)
@@ -58,35 +82,19 @@ export async function runCli (service, commands = {}) {
   }
   const log = createLogger({ level: config?.LOG_LEVEL ?? 'info', name: service.name })
   try {
-    const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true })
     await command.run(values, { service, config, log })
   } catch (err) {
-    if (err instanceof CommandError) {
+    if (err instanceof UsageError) return fail(`${service.name} ${name}`, err.message, spec)
+    if (err instanceof UserError) {
       console.error(`${service.name} ${name}: ${err.message}`)
       process.exit(1)
     }
-    if (!(err instanceof UsageError) && !err.code?.startsWith('ERR_PARSE_ARGS')) throw err
-    console.error(`${service.name} ${name}: ${err.message}`)
-    process.exit(2)
+    throw err
   }
 }
 
-/** A mistake in the command line: printed as one line, exit code 2. */
-class UsageError extends Error {}
-
 /** A command that failed for a reason it can say in one line (a refused load, a migration that failed): exit code 1. */
-class CommandError extends Error {}
-
-function wholeNumber (values, name) {
-  if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
-  return Number(values[name])
-}
-
-function ratio (values, name) {
-  const v = Number(values[name])
-  if (!/^\d*\.?\d+$/.test(values[name]) || v > 1) throw new UsageError(`--${name} must be a number from 0 to 1 (got "${values[name]}")`)
-  return v
-}
+class CommandError extends UserError {}
 
 /**
  * Applies the migrations. `waitSeconds`: while PostgreSQL is unreachable, retry this long (a pod
@@ -138,19 +146,27 @@ export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, fil
   }
 }
 
+// The service a data module belongs to (services/<name>/etl/index.js), for the examples.
+const etlName = (etlModule) => /services\/([^/]+)\/etl\//.exec(String(etlModule))?.[1] ?? '<name>'
+
 // Options load and seed share: a Job started with its database waits for it, and a seed Job run
 // again (an upgrade re-creates it) leaves the data that is there alone.
-const replaceOptions = {
-  wait: { type: 'string', default: '0' },
-  'if-empty': { type: 'boolean', default: false },
-  'swap-wait': { type: 'string', default: String(LOAD_DEFAULTS.swapWaitSeconds) }
-}
+const replaceOptions = (table) => ({
+  wait: { type: 'string', value: 'SECONDS', default: '0', help: 'while PostgreSQL is unreachable, retry this long; also the longest wait for each lock' },
+  'if-empty': { type: 'boolean', default: false, help: `only when the ${table} table is empty: a data set that is there is left alone` },
+  'swap-wait': { type: 'string', value: 'SECONDS', default: String(LOAD_DEFAULTS.swapWaitSeconds), help: 'how long the swap keeps trying to take its locks (refused after)' }
+})
 
 function generateCommand ({ etlModule, count, defaultCount, files }) {
   return {
-    summary: `write ${files} (deterministic for a seed): --out DIR [--${count} ${defaultCount}] [--seed 1]`,
+    summary: `write ${files}, deterministic for a seed`,
     config: false,
-    options: { out: { type: 'string' }, [count]: { type: 'string', default: String(defaultCount) }, seed: { type: 'string', default: '1' } },
+    options: {
+      out: { type: 'string', value: 'DIR', help: 'folder to write the files into (required)' },
+      [count]: { type: 'string', value: 'N', default: String(defaultCount), help: `how many ${count}` },
+      seed: { type: 'string', value: 'N', default: '1', help: 'random seed: the same seed writes the same files' }
+    },
+    examples: [`node services/<name>/src/cli.js generate --out /tmp/data --${count} 1000`.replace('<name>', etlName(etlModule))],
     async run (values, { log }) {
       if (!values.out) throw new UsageError('--out DIR is required')
       const manifest = await inCappedThread('generate', {
@@ -197,16 +213,16 @@ async function inCappedThread (kind, workerData) {
  */
 function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
   return {
-    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs] [--wait SECONDS for PostgreSQL and each lock] [--if-empty: only into an empty ${table}] [--swap-wait ${LOAD_DEFAULTS.swapWaitSeconds}]`,
+    summary: 'generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache',
     options: {
-      [count]: { type: 'string', default: String(defaultCount) },
-      seed: { type: 'string', default: '1' },
-      streams: { type: 'string', default: String(availableParallelism()) },
-      ...replaceOptions
+      [count]: { type: 'string', value: 'N', default: String(defaultCount), help: `how many ${count}` },
+      seed: { type: 'string', value: 'N', default: '1', help: 'random seed: the same seed makes the same rows' },
+      streams: { type: 'string', value: 'K', default: String(availableParallelism()), help: 'COPY connections at once (default: one per CPU)' },
+      ...replaceOptions(table)
     },
+    examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js seed --${count} 100000`],
     async run (values, ctx) {
-      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams'), swapWaitSeconds: wholeNumber(values, 'swap-wait') }
-      if (options.streams < 1) throw new UsageError('--streams must be at least 1')
+      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams', { min: 1 }), swapWaitSeconds: wholeNumber(values, 'swap-wait') }
       await replaceData(ctx, { kind: 'seed', etlModule, cachePrefix, table, values, data: { options } })
     }
   }
@@ -220,25 +236,25 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
 function loadCommand ({ etlModule, cachePrefix, table }) {
   const d = LOAD_DEFAULTS
   return {
-    summary: `load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE] [--wait SECONDS for PostgreSQL and each lock] [--if-empty: only into an empty ${table}] [--min-rows ${d.minRows}] [--max-reject-ratio ${d.maxRejectRatio}] [--max-record-length ${d.maxRecord}] [--swap-wait ${d.swapWaitSeconds}]`,
+    summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache; a load that is not a plausible replacement is refused (exit 1, nothing changed)',
     options: {
-      dir: { type: 'string' },
-      rejects: { type: 'string' },
-      ...replaceOptions,
-      'min-rows': { type: 'string', default: String(d.minRows) },
-      'max-reject-ratio': { type: 'string', default: String(d.maxRejectRatio) },
-      'max-record-length': { type: 'string', default: String(d.maxRecord) }
+      dir: { type: 'string', value: 'DIR', help: 'folder of the CSV files (required)' },
+      rejects: { type: 'string', value: 'FILE', help: 'where the rejected rows go, with line and reason (default: DIR/rejects.csv)' },
+      ...replaceOptions(table),
+      'min-rows': { type: 'string', value: 'N', default: String(d.minRows), help: 'refuse the load when a file loads fewer rows' },
+      'max-reject-ratio': { type: 'string', value: 'SHARE', default: String(d.maxRejectRatio), help: `refuse the load when a file rejects more of the rows it read (and more than a few)` },
+      'max-record-length': { type: 'string', value: 'CHARS', default: String(d.maxRecord), help: 'a longer CSV record is refused' }
     },
+    examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js load --dir /tmp/data`],
     async run (values, ctx) {
       const { dir, rejects } = values
       if (!dir) throw new UsageError('--dir DIR is required')
       const limits = {
         minRows: wholeNumber(values, 'min-rows'),
-        maxRejectRatio: ratio(values, 'max-reject-ratio'),
-        maxRecord: wholeNumber(values, 'max-record-length'),
+        maxRejectRatio: numberIn(values, 'max-reject-ratio', { min: 0, max: 1 }),
+        maxRecord: wholeNumber(values, 'max-record-length', { min: 1 }),
         swapWaitSeconds: wholeNumber(values, 'swap-wait')
       }
-      if (limits.maxRecord < 1) throw new UsageError('--max-record-length must be at least 1')
       await replaceData(ctx, { kind: 'load', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
     }
   }

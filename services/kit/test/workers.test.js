@@ -44,15 +44,22 @@ test('a bad or missing setting stops the process with one line naming it', () =>
   assert.match(badUrl.stderr.trim(), /^fixture: config: DATABASE_URL must match pattern/)
 })
 
-test('a wrong command line is one line and exit 2: unknown command, unknown option, missing value', () => {
+test('a wrong command line is one line, then the usage, and exit 2: unknown command, unknown option, missing value', () => {
   const run = (...args) => spawnSync(process.execPath, [entry, ...args], { env: { PATH: process.env.PATH, DATABASE_URL: adminUrl }, encoding: 'utf8' })
   const unknown = run('fly')
   assert.equal(unknown.status, 2)
-  assert.match(unknown.stderr, /^usage: fixture <command>/)
+  assert.match(unknown.stderr, /^fixture: unknown command "fly"\n\nusage: node \S+ \[command\] \[options\]/)
   assert.match(unknown.stderr, /migrate +apply the SQL migrations/)
   const option = run('migrate', '--fast')
   assert.equal(option.status, 2)
-  assert.equal(option.stderr.trim(), "fixture migrate: Unknown option '--fast'")
+  assert.match(option.stderr, /^fixture migrate: Unknown option '--fast'[^\n]*\n\nusage: node \S+ migrate \[options\]\n/)
+  assert.match(option.stderr, /--wait SECONDS +while PostgreSQL is unreachable, retry this long; also the longest wait for each lock \(at least 5\) \(default: 0\)/)
+  const missing = run('migrate', '--wait')
+  assert.equal(missing.status, 2)
+  assert.match(missing.stderr, /^fixture migrate: Option '--wait <value>' argument missing\n/)
+  const help = spawnSync(process.execPath, [entry, '--help'], { env: { PATH: process.env.PATH }, encoding: 'utf8' })
+  assert.equal(help.status, 0, 'no settings needed for --help')
+  assert.match(help.stdout, /^usage: node \S+ \[command\] \[options\]/)
 })
 
 test('the settings are validated once, in the main thread; the workers get them as they are', async () => {
