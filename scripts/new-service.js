@@ -237,7 +237,7 @@ const addEntry = () => {
     samples: ['/${name}/items'],
     checks: ['/readyz', '/${name}/items'],
     scenario: {}
-  }` + list.slice(listEnd))
+    }` + list.slice(listEnd))
   console.log(`new-service: added ${name} to services/list.js`)
 }
 for (const [path, text] of Object.entries(files)) {

@@ -242,7 +242,7 @@ function loadCommand ({ etlModule, cachePrefix, table }) {
       rejects: { type: 'string', value: 'FILE', help: 'where the rejected rows go, with line and reason (default: DIR/rejects.csv)' },
       ...replaceOptions(table),
       'min-rows': { type: 'string', value: 'N', default: String(d.minRows), help: 'refuse the load when a file loads fewer rows' },
-      'max-reject-ratio': { type: 'string', value: 'SHARE', default: String(d.maxRejectRatio), help: `refuse the load when a file rejects more of the rows it read (and more than a few)` },
+      'max-reject-ratio': { type: 'string', value: 'SHARE', default: String(d.maxRejectRatio), help: 'refuse the load when a file rejects more of the rows it read (and more than a few)' },
       'max-record-length': { type: 'string', value: 'CHARS', default: String(d.maxRecord), help: 'a longer CSV record is refused' }
     },
     examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js load --dir /tmp/data`],
