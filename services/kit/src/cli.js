@@ -26,7 +26,7 @@ const YOUNG_MB = 24
 export async function runCli (serviceUrl, commands = {}) {
   const service = (await import(serviceUrl)).default
   const all = {
-    serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log) },
+    serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log, service.name) },
     migrate: {
       summary: 'apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up]',
       options: { wait: { type: 'string', default: '0' } },
@@ -72,7 +72,8 @@ function wholeNumber (values, name) {
  * that starts with its database, as in a fresh `helm install`, migrates as soon as it answers).
  */
 export async function migrateCommand (service, { config, log }, waitSeconds = 0) {
-  const pool = createPool({ ...config, PG_POOL_MAX: 1 }, log, `${service.name}-migrate`)
+  // No request timeouts: a migration, or the wait for another pod's migration lock, may be long.
+  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0, PG_QUERY_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
   try {
     const deadline = Date.now() + waitSeconds * 1000
     for (let said = false; ; said = true) {

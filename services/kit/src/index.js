@@ -2,7 +2,7 @@
 export { loadConfig, baseSchema, ConfigError } from './config.js'
 export { createLogger } from './logger.js'
 export { createMetrics, DURATION_BUCKETS, promClient } from './metrics.js'
-export { createPool, queryDocument, prepared, isUnavailable } from './pg.js'
+export { createPool, queryDocument, prepared, isUnavailable, connectionLost, withClient } from './pg.js'
 export { createCache } from './cache.js'
 export { buildApp, errorResponses, errorResponse, errorSchema, httpError, notModifiedResponse } from './app.js'
 export { runWorkers, reusePortSupport } from './workers.js'
