@@ -3,9 +3,15 @@
 // fetched them (offline CI cannot): the test says so instead of passing silently.
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SERVICES, charts, kubeconform, parse, requireTools, template } from './lib.js'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { freePort } from '@suite/kit/testing'
+import { SERVICES, charts, kubeconform, parse, requireTools, shared, template } from './lib.js'
 
 before(requireTools)
 
@@ -65,4 +71,43 @@ test('with the Bitnami charts fetched: their Secrets, Services and pods are the 
       if (rule.ports[0].port !== 53) assert.equal(sts.length, 1, `${s}: egress on ${rule.ports[0].port} selects the Bitnami pods`)
     }
   }
+})
+
+// The bundled Redis is a cache: rendered by the pinned Bitnami chart itself (its archive is in
+// ../shared/k8s/charts, so this runs offline), and its redis.conf loaded by a real redis-server.
+test('the bundled Redis is a cache: maxmemory below its memory limit, LRU eviction, no AOF, no RDB, no volume', async (t) => {
+  const { version } = bitnami.find((d) => d.name === 'redis')
+  const archive = join(shared, 'charts', `redis-${version}.tgz`)
+  assert.ok(existsSync(archive), `the Bitnami redis chart ${version} is not in ${join(shared, 'charts')}`)
+  const dir = mkdtempSync(join(tmpdir(), 'suite-redis-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const { enabled, ...redisValues } = values.redis
+  writeFileSync(join(dir, 'values.json'), JSON.stringify({ global: values.global, ...redisValues }))
+  const docs = parse(template(archive, ['-f', join(dir, 'values.json')]))
+  const conf = docs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'r-redis-configuration').data
+  const master = docs.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'r-redis-master')
+  assert.equal(master.spec.volumeClaimTemplates, undefined, 'no PersistentVolumeClaim')
+  const limit = master.spec.template.spec.containers.find((c) => c.name === 'redis').resources.limits.memory
+  assert.equal(limit, '512Mi')
+
+  // The two files the chart's start script includes, as Redis reads them.
+  writeFileSync(join(dir, 'redis.conf'), `${conf['redis.conf']}\n${conf['master.conf'].replace(/^dir .*$/m, `dir ${dir}`)}\n`)
+  const port = await freePort()
+  const server = spawn('redis-server', [join(dir, 'redis.conf'), '--port', String(port), '--bind', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => server.kill())
+  let out = ''
+  server.stdout.on('data', (d) => { out += d })
+  for (let i = 0; i < 100 && !out.includes('Ready to accept connections'); i++) await sleep(50)
+  assert.match(out, /Ready to accept connections/, 'redis-server takes the rendered configuration')
+  const client = new Redis({ port, host: '127.0.0.1' })
+  t.after(() => client.disconnect())
+  const get = async (name) => (await client.config('GET', name))[1]
+  const maxmemory = Number(await get('maxmemory'))
+  assert.equal(maxmemory, 384 * 2 ** 20)
+  assert.ok(maxmemory < 0.8 * 512 * 2 ** 20, 'room for buffers and fragmentation below the container limit')
+  assert.equal(await get('maxmemory-policy'), 'allkeys-lru')
+  assert.equal(await get('appendonly'), 'no')
+  assert.equal(await get('save'), '')
+  server.kill()
+  await once(server, 'exit')
 })
