@@ -1,30 +1,39 @@
 #!/usr/bin/env bash
 # Installs the cluster add-ons the suite expects, with helm, in order, at pinned versions:
-#   1. ingress-nginx           (namespace ingress-nginx)  routes the suite's Ingress
+#   1. traefik                 (namespace traefik)        the Gateway API implementation (Gateway
+#                                                         traefik/traefik) and the suite's Ingress of class
+#                                                         nginx, through its ingress-nginx provider
+#      or, with --ingress-nginx, ingress-nginx (namespace ingress-nginx), retired upstream in March 2026
 #   2. kube-prometheus-stack   (namespace monitoring)     Prometheus (remote-write receiver for k6),
 #                                                         Grafana with the dashboard sidecar
 #   3. k6-operator             (namespace k6-operator-system) runs the load tests' TestRuns
 #   4. metrics-server          (namespace kube-system)    CPU metrics for the HPAs
 #   5. prometheus-adapter      (namespace monitoring)     optional (--with-adapter): the RPS metric
-# Usage: k8s/install-addons.sh [--kind] [--with-adapter]
-#   --kind          the kind cluster of k8s/kind.yaml (ingress on ports 80/443, kubelet TLS)
-#   --with-adapter  also prometheus-adapter, for autoscaling.requestsPerSecond
+# Usage: k8s/install-addons.sh [--kind] [--with-adapter] [--ingress-nginx]
+#   --kind           the kind cluster of k8s/kind.yaml (ingress on ports 80/443, kubelet TLS)
+#   --with-adapter   also prometheus-adapter, for autoscaling.requestsPerSecond
+#   --ingress-nginx  the retired ingress-nginx instead of Traefik (no Gateway API then; set each
+#                    service's networkPolicy.ingressController to namespace ingress-nginx,
+#                    label app.kubernetes.io/name=ingress-nginx)
 # Then: helm dependency build charts/suite && helm install suite charts/suite -n suite --create-namespace
+#   (--set gateway.enabled=true for the HTTPRoute on the Gateway traefik/traefik)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-kind=false adapter=false
+kind=false adapter=false ingress_nginx=false
 for arg in "$@"; do
   case "$arg" in
     --kind) kind=true ;;
     --with-adapter) adapter=true ;;
-    *) sed -n '2,14p' "$here/install-addons.sh" >&2; exit 2 ;;
+    --ingress-nginx) ingress_nginx=true ;;
+    *) sed -n '2,20p' "$here/install-addons.sh" >&2; exit 2 ;;
   esac
 done
 
 # name, repository URL
 repo() { helm repo add "$1" "$2" --force-update >/dev/null; }
+repo traefik https://traefik.github.io/charts
 repo ingress-nginx https://kubernetes.github.io/ingress-nginx
 repo prometheus-community https://prometheus-community.github.io/helm-charts
 repo grafana https://grafana.github.io/helm-charts
@@ -40,7 +49,12 @@ install() {
     --create-namespace "${values[@]}" --wait --timeout 10m
 }
 
-install ingress-nginx ingress-nginx/ingress-nginx 4.15.1 ingress-nginx
+if $ingress_nginx; then
+  install ingress-nginx ingress-nginx/ingress-nginx 4.15.1 ingress-nginx
+else
+  install traefik traefik/traefik 39.0.9 traefik
+  kubectl apply -f ingressclass-nginx.yaml
+fi
 install kube-prometheus-stack prometheus-community/kube-prometheus-stack 88.5.3 monitoring
 install k6-operator grafana/k6-operator 4.6.0 k6-operator-system
 install metrics-server metrics-server/metrics-server 3.13.1 kube-system

@@ -4,7 +4,7 @@ import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { charts, parse, requireTools, root, run, selects } from './lib.js'
+import { K8S_VERSION, charts, kubeconform, parse, requireTools, root, run, selects, shared } from './lib.js'
 
 before(requireTools)
 
@@ -19,13 +19,14 @@ const suite = yaml(join(charts, 'suite', 'values.yaml'))
 
 test('install-addons.sh installs in order, each at a pinned version with its values file', () => {
   assert.equal(run('bash', ['-n', join(k8s, 'install-addons.sh')]).code, 0)
-  assert.deepEqual(installs.map((i) => i.release), ['ingress-nginx', 'kube-prometheus-stack', 'k6-operator', 'metrics-server', 'prometheus-adapter'])
+  assert.deepEqual(installs.map((i) => i.release), ['ingress-nginx', 'traefik', 'kube-prometheus-stack', 'k6-operator', 'metrics-server', 'prometheus-adapter'])
+  assert.match(script, /if \$ingress_nginx; then\n\s+install ingress-nginx .*\nelse\n\s+install traefik .*\n\s+kubectl apply -f ingressclass-nginx.yaml\nfi/, 'Traefik by default, ingress-nginx only when asked')
   for (const i of installs) {
     assert.match(i.version, /^\d+\.\d+\.\d+$/, `${i.release}: exact version`)
     assert.ok(existsSync(join(k8s, `${i.release}.yaml`)), `k8s/${i.release}.yaml`)
     yaml(join(k8s, `${i.release}.yaml`))
   }
-  for (const overlay of ['ingress-nginx', 'metrics-server']) yaml(join(k8s, 'kind', `${overlay}.yaml`))
+  for (const overlay of ['ingress-nginx', 'traefik', 'metrics-server']) yaml(join(k8s, 'kind', `${overlay}.yaml`))
 })
 
 test('skaffold\'s add-on releases are the script\'s, at the same versions', () => {
@@ -36,8 +37,27 @@ test('skaffold\'s add-on releases are the script\'s, at the same versions', () =
     const i = addon(r.name)
     assert.ok(i, r.name)
     assert.equal(`${r.version} ${r.namespace} ${r.remoteChart}`, `${i.version} ${i.namespace} ${i.chart.split('/')[1]}`, r.name)
-    assert.deepEqual(r.valuesFiles, [`k8s/${r.name}.yaml`])
+    assert.equal(r.valuesFiles[0], `k8s/${r.name}.yaml`)
+    for (const overlay of r.valuesFiles.slice(1)) assert.equal(overlay, `k8s/kind/${r.name}.yaml`, `${r.name}: only kind overlays come after its own values`)
   }
+  // On kind, metrics-server must trust the kubelets' self-signed certificates, or the HPAs get no CPU metric.
+  const onKind = config.profiles.find((p) => p.name === 'monitoring-kind').patches.map((x) => x.value).find((v) => v?.name === 'metrics-server')
+  assert.ok(onKind.valuesFiles.includes('k8s/kind/metrics-server.yaml'))
+  assert.ok(yaml(join(k8s, 'kind', 'metrics-server.yaml')).args.includes('--kubelet-insecure-tls'))
+})
+
+test('Traefik serves both routing paths: the Gateway the HTTPRoute attaches to, and the Ingress class the Ingress names', () => {
+  const traefik = yaml(join(k8s, 'traefik.yaml'))
+  assert.equal(traefik.providers.kubernetesGateway.enabled, true)
+  assert.equal(traefik.providers.kubernetesIngressNginx.enabled, true)
+  const cls = yaml(join(k8s, 'ingressclass-nginx.yaml'))
+  assert.equal(cls.metadata.name, suite.ingress.className)
+  assert.equal(cls.spec.controller, traefik.providers.kubernetesIngressNginx.controllerClass)
+  assert.equal(traefik.providers.kubernetesIngressNginx.ingressClass, suite.ingress.className)
+  assert.deepEqual(suite.gateway.parentRefs, [{ name: traefik.gateway.name, namespace: addon('traefik').namespace }])
+  assert.deepEqual(traefik.gateway.listeners.web.namespacePolicy, { from: 'All' }, 'routes from the suite\'s namespace are allowed')
+  const kindOverlay = yaml(join(k8s, 'kind', 'traefik.yaml'))
+  assert.deepEqual([kindOverlay.ports.web.hostPort, kindOverlay.ports.websecure.hostPort], [80, 443])
 })
 
 test('Prometheus takes k6\'s remote writes and selects the charts\' ServiceMonitors; Grafana loads their dashboards', () => {
@@ -54,7 +74,8 @@ test('Prometheus takes k6\'s remote writes and selects the charts\' ServiceMonit
 
 test('the NetworkPolicy defaults name the add-ons where the script puts them', () => {
   const np = service.networkPolicy
-  assert.equal(np.ingressController.namespace, addon('ingress-nginx').namespace)
+  assert.equal(np.ingressController.namespace, addon('traefik').namespace)
+  assert.deepEqual(np.ingressController.podLabels, { 'app.kubernetes.io/name': 'traefik' })
   assert.equal(np.prometheus.namespace, addon('kube-prometheus-stack').namespace)
   assert.deepEqual(np.prometheus.podLabels, { 'app.kubernetes.io/name': 'prometheus' })
   assert.deepEqual(np.loadTestRunners.podLabels, { app: 'k6', runner: 'true' }, 'k6-operator runner pod labels')
@@ -67,6 +88,28 @@ test('prometheus-adapter serves the metric the HPAs ask for, from the stack\'s P
   assert.match(adapter.rules.custom[0].seriesQuery, /^http_request_duration_seconds_count\{/)
 })
 
+// The add-on values against the exact chart archives install-addons.sh pins (../shared/k8s/charts, as
+// `helm pull` would fetch them), rendered and validated: a value the chart does not read, or a renamed
+// key that breaks a template, fails here instead of at install time. Traefik's chart is not among the
+// offline archives: its values are checked by the test above and by the cluster e2e, which runs Traefik.
+test('the add-on values render against the pinned chart archives, with and without the kind overlays', () => {
+  const rendered = []
+  for (const i of installs.filter((x) => x.release !== 'traefik')) {
+    const archive = join(shared, 'charts', `${i.chart.split('/')[1]}-${i.version}.tgz`)
+    assert.ok(existsSync(archive), `${archive}: the pinned archive of ${i.release}`)
+    const overlays = existsSync(join(k8s, 'kind', `${i.release}.yaml`)) ? [[], ['-f', join(k8s, 'kind', `${i.release}.yaml`)]] : [[]]
+    for (const overlay of overlays) {
+      const r = run('helm', ['template', i.release, archive, '--namespace', i.namespace, '--kube-version', K8S_VERSION, '-f', join(k8s, `${i.release}.yaml`), ...overlay])
+      assert.equal(r.code, 0, `${i.release} ${overlay.join(' ')}: ${r.stderr}`)
+      const kc = kubeconform(r.stdout, { ignoreMissingSchemas: true })
+      assert.deepEqual(kc.problems, [], `${i.release}`)
+      assert.ok(kc.valid > 0, `${i.release}: ${JSON.stringify(kc)}`)
+      rendered.push(`${i.release}${overlay.length ? ' (kind)' : ''}: ${kc.valid} valid`)
+    }
+  }
+  assert.ok(rendered.length >= 6, rendered.join('; '))
+})
+
 test('kind: ports 80 and 443 reach the ingress controller\'s node; node images pinned', () => {
   const kind = yaml(join(k8s, 'kind.yaml'))
   const ingressNode = kind.nodes.find((n) => n.extraPortMappings)
@@ -74,5 +117,6 @@ test('kind: ports 80 and 443 reach the ingress controller\'s node; node images p
   const overlay = yaml(join(k8s, 'kind', 'ingress-nginx.yaml'))
   assert.ok(selects(overlay.controller.nodeSelector, ingressNode.labels), 'the controller lands on the mapped node')
   assert.equal(overlay.controller.hostPort.enabled, true)
+  assert.ok(selects(yaml(join(k8s, 'kind', 'traefik.yaml')).nodeSelector, ingressNode.labels), 'Traefik lands on the mapped node')
   for (const n of kind.nodes) assert.match(n.image, /^kindest\/node:v1\.\d+\.\d+/)
 })

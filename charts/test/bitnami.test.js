@@ -1,9 +1,8 @@
-// The Bitnami dependencies: pinned, on images that still exist, and wired as the services expect.
-// The wiring is rendered with the real charts only once `helm dependency build charts/suite` has
-// fetched them (offline CI cannot): the test says so instead of passing silently.
+// The Bitnami dependencies: pinned, on images that still exist, and wired as the services expect,
+// rendered with the real charts (the archives of ../shared/k8s/charts, the versions Chart.yaml pins).
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { spawn } from 'node:child_process'
@@ -11,7 +10,7 @@ import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { freePort } from '@suite/kit/testing'
-import { SERVICES, charts, kubeconform, parse, requireTools, shared, template } from './lib.js'
+import { SERVICES, charts, kubeconform, parse, requireTools, template, umbrellaWithDependencies } from './lib.js'
 
 before(requireTools)
 
@@ -44,13 +43,8 @@ test('every Bitnami image comes from bitnamilegacy (the 2025 catalog move), whic
   assert.equal(values.global.security.allowInsecureImages, true)
 })
 
-test('with the Bitnami charts fetched: their Secrets, Services and pods are the ones the services use', (t) => {
-  const fetched = bitnami.map((d) => join(charts, 'suite', 'charts', `${d.name}-${d.version}.tgz`))
-  if (!fetched.every(existsSync)) {
-    t.skip('Bitnami charts not fetched (offline): run `helm dependency build charts/suite` to render them too')
-    return
-  }
-  const yaml = template(join(charts, 'suite'))
+test('with the Bitnami charts: their Secrets, Services and pods are the ones the services use, and a reinstall keeps the password', () => {
+  const yaml = template(umbrellaWithDependencies())
   const kc = kubeconform(yaml)
   assert.deepEqual(kc.problems, [])
   const docs = parse(yaml)
@@ -71,19 +65,23 @@ test('with the Bitnami charts fetched: their Secrets, Services and pods are the 
       if (rule.ports[0].port !== 53) assert.equal(sts.length, 1, `${s}: egress on ${rule.ports[0].port} selects the Bitnami pods`)
     }
   }
+  // PostgreSQL opens its data directory with the passwords of the umbrella's kept Secret, the same
+  // one the services read: Bitnami makes no Secret of its own that a reinstall would replace.
+  const pg = docs.find((o) => o.kind === 'StatefulSet' && o.metadata.labels['app.kubernetes.io/name'] === 'postgresql')
+  const spec = pg.spec.template.spec
+  const pgSecrets = [...spec.containers[0].env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.valueFrom.secretKeyRef.name),
+    ...spec.volumes.filter((v) => v.secret).map((v) => v.secret.secretName)]
+  assert.ok(pgSecrets.length >= 1 && pgSecrets.every((n) => n === 'r-postgresql-auth'), `PostgreSQL reads ${pgSecrets}`)
+  assert.equal(find('Secret', 'r-postgresql')?.data?.password, undefined, 'no Bitnami-made PostgreSQL password')
+  assert.equal(find('Secret', 'r-postgresql-auth').metadata.annotations['helm.sh/resource-policy'], 'keep')
 })
 
-// The bundled Redis is a cache: rendered by the pinned Bitnami chart itself (its archive is in
-// ../shared/k8s/charts, so this runs offline), and its redis.conf loaded by a real redis-server.
+// The bundled Redis is a cache: the umbrella rendered with the pinned Bitnami chart, and the redis.conf
+// it makes loaded by a real redis-server.
 test('the bundled Redis is a cache: maxmemory below its memory limit, LRU eviction, no AOF, no RDB, no volume', async (t) => {
-  const { version } = bitnami.find((d) => d.name === 'redis')
-  const archive = join(shared, 'charts', `redis-${version}.tgz`)
-  assert.ok(existsSync(archive), `the Bitnami redis chart ${version} is not in ${join(shared, 'charts')}`)
   const dir = mkdtempSync(join(tmpdir(), 'suite-redis-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
-  const { enabled, ...redisValues } = values.redis
-  writeFileSync(join(dir, 'values.json'), JSON.stringify({ global: values.global, ...redisValues }))
-  const docs = parse(template(archive, ['-f', join(dir, 'values.json')]))
+  const docs = parse(template(umbrellaWithDependencies()))
   const conf = docs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'r-redis-configuration').data
   const master = docs.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'r-redis-master')
   assert.equal(master.spec.volumeClaimTemplates, undefined, 'no PersistentVolumeClaim')

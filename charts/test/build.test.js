@@ -27,12 +27,15 @@ test('one Dockerfile for every service: ARG SERVICE, production dependencies, nu
   assert.ok(final.some((l) => l.includes('ln -s "services/${SERVICE}/src/cli.js" /app/cli.js')), 'the entry point links to the service')
 })
 
-// .dockerignore as docker reads it: patterns in order, the last one that matches a path decides.
+// .dockerignore as Docker reads it (moby's patternmatcher): patterns in order, the last one that
+// matches a path or one of its parent folders decides. The cluster e2e checks buildah's reading: the
+// image holds exactly these files.
 function dockerignore () {
   const rules = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
-  const toRegExp = (p) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*/g, '\0').replace(/\*/g, '[^/]*').replace(/\0/g, '.*')}$`)
+  const toRegExp = (p) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*\//g, '(.*/)?').replace(/\*\*/g, '\0').replace(/\*/g, '[^/]*').replace(/\0/g, '.*')}$`)
   const compiled = rules.map((r) => ({ keep: r.startsWith('!'), re: toRegExp(r.replace(/^!/, '')) }))
-  return (path) => compiled.reduce((sent, { keep, re }) => (re.test(path) ? keep : sent), true)
+  const selfOrParents = (path) => path.replace(/\/$/, '').split('/').map((_, i, parts) => parts.slice(0, i + 1).join('/'))
+  return (path) => compiled.reduce((sent, { keep, re }) => (selfOrParents(path).some((p) => re.test(p)) ? keep : sent), true)
 }
 
 function files (dir) {
@@ -89,7 +92,7 @@ test('skaffold.yaml is valid against skaffold\'s schema, with each profile appli
   const version = config.apiVersion.replace('skaffold/', '')
   const validate = new Ajv({ strict: false, allErrors: true, validateFormats: false }).compile(skaffoldSchema()(version))
   assert.ok(validate(config), JSON.stringify(validate.errors, null, 2))
-  assert.deepEqual(config.profiles.map((p) => p.name), ['dev', 'loadtest', 'monitoring', 'kind'])
+  assert.deepEqual(config.profiles.map((p) => p.name), ['dev', 'loadtest', 'monitoring', 'monitoring-kind', 'kind'])
   for (const profile of config.profiles) {
     const patched = applyPatches(config, profile.patches ?? [])
     delete patched.profiles

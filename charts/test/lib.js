@@ -5,7 +5,7 @@
 // for real; what the copy lacks is the Bitnami charts' own objects, which kubeconform cannot check
 // offline anyway. bitnami.test.js renders the real thing once `helm dependency build` has fetched them.
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -68,6 +68,32 @@ export function umbrella () {
   return dir
 }
 
+let fullDir
+/**
+ * A copy of charts/suite with every dependency in its charts/ folder, as `helm dependency build`
+ * leaves it: the local charts packaged, the Bitnami archives from `shared` (../shared/k8s/charts, the
+ * exact versions Chart.yaml pins). Renders the umbrella as a user installs it, Bitnami's objects too.
+ */
+export function umbrellaWithDependencies () {
+  if (fullDir) return fullDir
+  const tmp = mkdtempSync(join(tmpdir(), 'suite-charts-full-'))
+  process.on('exit', () => rmSync(tmp, { recursive: true, force: true }))
+  const dir = join(tmp, 'suite')
+  cpSync(join(charts, 'suite'), dir, { recursive: true, filter: (src) => src !== join(charts, 'suite', 'charts') })
+  for (const local of ['service', 'loadtest']) {
+    const r = run('helm', ['package', join(charts, local), '-d', join(dir, 'charts')])
+    if (r.code !== 0) throw new Error(`helm package charts/${local}: ${r.stderr}`)
+  }
+  const chart = parse(readFileSync(join(dir, 'Chart.yaml'), 'utf8'))[0]
+  for (const dep of chart.dependencies.filter((d) => d.repository.startsWith('oci://'))) {
+    const archive = join(shared, 'charts', `${dep.name}-${dep.version}.tgz`)
+    if (!existsSync(archive)) throw new Error(`${archive} missing: the offline archive of ${dep.name} ${dep.version} (../shared/k8s/charts)`)
+    cpSync(archive, join(dir, 'charts', `${dep.name}-${dep.version}.tgz`))
+  }
+  fullDir = dir
+  return dir
+}
+
 /** helm template of a chart; throws with helm's message when it fails. */
 export function template (chart, args = [], { apiVersions = API_VERSIONS } = {}) {
   const r = run('helm', ['template', 'r', chart, '--namespace', 'suite', '--kube-version', K8S_VERSION, ...apiVersions.flatMap((a) => ['--api-versions', a]), ...args])
@@ -82,10 +108,14 @@ export function parse (yaml) {
   return JSON.parse(r.stdout)
 }
 
-/** kubeconform -strict against the offline schemas (`shared`); returns the parsed summary. */
-export function kubeconform (yaml) {
+/**
+ * kubeconform -strict against the offline schemas (`shared`); returns the parsed summary.
+ * ignoreMissingSchemas: for third-party charts whose CRD kinds (Prometheus, Alertmanager…) have no
+ * offline schema; every kind that has one is still validated.
+ */
+export function kubeconform (yaml, { ignoreMissingSchemas = false } = {}) {
   const s = join(shared, 'schemas')
-  const r = run('kubeconform', ['-strict', '-summary', '-output', 'json', '-kubernetes-version', K8S_VERSION,
+  const r = run('kubeconform', ['-strict', '-summary', '-output', 'json', '-kubernetes-version', K8S_VERSION, ...(ignoreMissingSchemas ? ['-ignore-missing-schemas'] : []),
     '-schema-location', `${s}/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
     '-schema-location', `${s}/crds-strict/{{ .ResourceKind }}{{ .KindSuffix }}.json`, '-'], { input: yaml })
   const out = JSON.parse(r.stdout)

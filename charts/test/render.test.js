@@ -38,6 +38,7 @@ function checkPolicies (docs) {
       const at = `${o.kind}/${o.metadata.name} container ${c.name}`
       const r = c.resources ?? {}
       assert.ok(r.requests?.cpu && r.requests?.memory && r.limits?.memory, `${at}: resources (cpu, memory requests, memory limit)`)
+      assert.ok(r.requests?.['ephemeral-storage'] && r.limits?.['ephemeral-storage'], `${at}: ephemeral-storage request and limit`)
       const sc = c.securityContext ?? {}
       assert.equal(sc.readOnlyRootFilesystem, true, `${at}: readOnlyRootFilesystem`)
       assert.equal(sc.allowPrivilegeEscalation, false, `${at}: allowPrivilegeEscalation`)
@@ -53,7 +54,14 @@ function checkPolicies (docs) {
   for (const cm of docs.filter((o) => o.kind === 'ConfigMap')) {
     for (const key of Object.keys(cm.data ?? {})) assert.doesNotMatch(key, SECRETISH, `ConfigMap/${cm.metadata.name}: ${key}`)
   }
-  assert.deepEqual(docs.filter((o) => o.kind === 'Secret'), [], 'our charts make no Secret: passwords live in the Bitnami charts\' or the user\'s')
+  // One Secret of ours at most: the bundled PostgreSQL's passwords, kept on uninstall with its volume.
+  const secrets = docs.filter((o) => o.kind === 'Secret')
+  assert.ok(secrets.length <= 1, `our charts make one Secret at most: ${secrets.map((o) => o.metadata.name)}`)
+  for (const s of secrets) {
+    assert.equal(s.metadata.name, 'r-postgresql-auth')
+    assert.equal(s.metadata.annotations['helm.sh/resource-policy'], 'keep')
+    assert.deepEqual(Object.keys(s.data).sort(), ['password', 'postgres-password'])
+  }
 
   const deployments = docs.filter((o) => o.kind === 'Deployment')
   const others = pods.filter((o) => o.kind !== 'Deployment')
@@ -119,6 +127,15 @@ for (const [name, args] of Object.entries(VALUE_SETS)) {
     checkPolicies(parse(yaml))
   })
 }
+
+test('seed Jobs are named after their pod template: the same values keep the Job, a new image makes a new one', () => {
+  const seedJobs = (args) => parse(render(['-f', 'values-dev.yaml', ...args])).filter((o) => o.kind === 'Job' && o.metadata.labels['app.kubernetes.io/component'] === 'seed').map((o) => o.metadata.name).sort()
+  const first = seedJobs([])
+  assert.equal(first.length, 3)
+  assert.deepEqual(seedJobs([]), first, 'rendered again with the same values: the same Jobs (an upgrade leaves them be)')
+  const upgraded = seedJobs(['--set', 'product.image.tag=v2'])
+  assert.deepEqual(upgraded.filter((n) => !first.includes(n)).map((n) => n.replace(/-[0-9a-f]{8}$/, '')), ['r-product-seed'], 'a new product image: a new product seed Job only')
+})
 
 test('external database and Redis: every service gets their URLs and the user\'s Secrets; the migration hook runs before the install', () => {
   const docs = parse(render(VALUE_SETS['external database and Redis']))

@@ -1,5 +1,10 @@
+{{/* The release name as names use it: its dots become dashes (a Service name cannot hold one). */}}
+{{- define "loadtest.release" -}}
+{{- .Release.Name | replace "." "-" -}}
+{{- end -}}
+
 {{- define "loadtest.fullname" -}}
-{{- printf "%s-loadtest" .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- printf "%s-loadtest" (include "loadtest.release" .) | trunc 50 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "loadtest.labels" -}}
@@ -18,10 +23,10 @@ chart names it (`<release>-<service>`, or the release name alone when it contain
 {{- $url := index .root.Values.targets .service -}}
 {{- if $url -}}
 {{- $url -}}
-{{- else if contains .service .root.Release.Name -}}
-{{- printf "http://%s" .root.Release.Name -}}
+{{- else if contains .service (include "loadtest.release" .root) -}}
+{{- printf "http://%s" (include "loadtest.release" .root) -}}
 {{- else -}}
-{{- printf "http://%s-%s" .root.Release.Name .service -}}
+{{- printf "http://%s-%s" (include "loadtest.release" .root) .service -}}
 {{- end -}}
 {{- end -}}
 

@@ -8,16 +8,18 @@ Names. With the umbrella's aliases `.Chart.Name` is the alias, so the name is th
 {{/*
 Full name: `<release>-<name>`, or the release name alone when it already contains the name.
 The umbrella calls this too (with a small context of Chart.Name, Values, Release) to name backends.
+A release name may hold dots (`suite.v2`), a Service name may not: they become dashes.
 */}}
 {{- define "service.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
 {{- $name := default .Chart.Name .Values.nameOverride -}}
-{{- if contains $name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- $release := .Release.Name | replace "." "-" -}}
+{{- if contains $name $release -}}
+{{- $release | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" $release $name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -60,10 +62,13 @@ app.kubernetes.io/part-of: suite
 {{- end -}}
 
 {{/*
-Image: [registry/]repository[:tag][@digest]; repository defaults to suite-<name>.
+Image: [registry/]repository[:tag][@digest]; repository defaults to suite-<name>. The registry is
+global.imageRegistry when set (Bitnami's meaning: a mirror of every image, theirs included), else
+image.registry, else global.suite.imageRegistry (the suite's images only).
 */}}
 {{- define "service.image" -}}
-{{- $registry := default .Values.image.registry .Values.global.imageRegistry -}}
+{{- $suite := dig "suite" "imageRegistry" "" (.Values.global | merge dict) -}}
+{{- $registry := .Values.global.imageRegistry | default .Values.image.registry | default $suite -}}
 {{- $repository := default (printf "suite-%s" (include "service.name" .)) .Values.image.repository -}}
 {{- $ref := ternary (printf "%s/%s" $registry $repository) $repository (ne $registry "") -}}
 {{- $ref = printf "%s:%s" $ref (default .Chart.AppVersion .Values.image.tag) -}}
@@ -98,7 +103,7 @@ Result: a dict with host, port, user, database, options, secret, key (secret emp
 {{- else -}}
 {{- $auth := dig "postgresql" "auth" dict (.Values.global | merge dict) -}}
 {{- $name := include "service.dependencyFullname" (dict "chart" "postgresql" "context" .) -}}
-{{- dict "host" $name "port" 5432 "user" ($auth.username | default "suite") "database" ($auth.database | default "suite") "options" "" "secret" ($auth.existingSecret | default $name) "key" (dig "secretKeys" "userPasswordKey" "" $auth | default "password") "external" false | toJson -}}
+{{- dict "host" $name "port" 5432 "user" ($auth.username | default "suite") "database" ($auth.database | default "suite") "options" "" "secret" (tpl ($auth.existingSecret | default $name) .) "key" (dig "secretKeys" "userPasswordKey" "" $auth | default "password") "external" false | toJson -}}
 {{- end -}}
 {{- end -}}
 
@@ -234,4 +239,69 @@ whole numbers go through int64 first.
 */}}
 {{- define "service.string" -}}
 {{- if and (kindIs "float64" .) (eq . (floor .)) -}}{{ int64 . }}{{- else -}}{{ toString . }}{{- end -}}
+{{- end -}}
+
+{{/*
+The seed Job's pod template. Arguments: context, args (the generator's size and seed), common
+(--wait, --if-empty: what load and seed share). direct: one `seed` container straight into
+PostgreSQL; else `generate` into an emptyDir, then `load` from it.
+*/}}
+{{- define "service.seedPod" -}}
+{{- $ := .context -}}
+{{- $s := $.Values.seed -}}
+metadata:
+  labels:
+    {{- include "service.labels" $ | nindent 4 }}
+    app.kubernetes.io/component: seed
+spec:
+  restartPolicy: Never
+  {{- include "service.podCommon" $ | nindent 2 }}
+  {{- if $s.direct }}
+  containers:
+    # seed migrates first, generates straight into PostgreSQL, swaps the table in atomically
+    # and clears the cached answers: no files, so no scratch volume whatever the scale.
+    - name: seed
+      image: {{ include "service.image" $ }}
+      imagePullPolicy: {{ $.Values.image.pullPolicy }}
+      args: {{ concat (list "seed") .args (list "--streams" (include "service.string" $s.streams)) .common | toJson }}
+      env:
+        {{- include "service.env" $ | nindent 8 }}
+      resources:
+        {{- toYaml $s.resources | nindent 8 }}
+      securityContext:
+        {{- toYaml $.Values.securityContext | nindent 8 }}
+  {{- else }}
+  initContainers:
+    - name: generate
+      image: {{ include "service.image" $ }}
+      imagePullPolicy: {{ $.Values.image.pullPolicy }}
+      args: {{ concat (list "generate" "--out" "/data") .args | toJson }}
+      resources:
+        {{- toYaml $s.resources | nindent 8 }}
+      securityContext:
+        {{- toYaml $.Values.securityContext | nindent 8 }}
+      volumeMounts:
+        - name: data
+          mountPath: /data
+  containers:
+    # load migrates first, swaps the tables in atomically and clears the cached answers.
+    - name: load
+      image: {{ include "service.image" $ }}
+      imagePullPolicy: {{ $.Values.image.pullPolicy }}
+      args: {{ concat (list "load" "--dir" "/data") .common | toJson }}
+      env:
+        {{- include "service.env" $ | nindent 8 }}
+      resources:
+        {{- toYaml $s.resources | nindent 8 }}
+      securityContext:
+        {{- toYaml $.Values.securityContext | nindent 8 }}
+      volumeMounts:
+        - name: data
+          mountPath: /data
+  volumes:
+    - name: data
+      emptyDir:
+        sizeLimit: {{ $s.dataSizeLimit }}
+  {{- end }}
+  {{- include "service.scheduling" $ | nindent 2 }}
 {{- end -}}

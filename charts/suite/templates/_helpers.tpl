@@ -7,11 +7,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: suite
 {{- end -}}
 
+{{/* As service.fullname: a release name's dots become dashes. */}}
 {{- define "suite.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- $release := .Release.Name | replace "." "-" -}}
+{{- if contains .Chart.Name $release -}}
+{{- $release | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" $release .Chart.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
@@ -61,6 +63,9 @@ Both bundled and external, or neither, is a mistake: say so before anything is i
 {{- end -}}
 {{- if not (or .Values.redis.enabled $extRedis) -}}
 {{- fail "no Redis: set global.externalRedis.host, or redis.enabled=true" -}}
+{{- end -}}
+{{- if and (contains "." .Release.Name) (or .Values.postgresql.enabled .Values.redis.enabled) -}}
+{{- fail (printf "release name %q: the bundled Bitnami charts name their Services after the release, and a Service name cannot hold a dot; use a name without dots, or an external database and Redis" .Release.Name) -}}
 {{- end -}}
 {{- end -}}
 

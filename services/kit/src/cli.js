@@ -98,14 +98,22 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
  * `generate({ out, [count]: n, seed })` and `load({ db, dir, rejectsFile, progress })`; with
  * `seed: true` also the `seed` command, for an etlModule that exports
  * `seed({ connect, [count]: n, seed, streams, progress })` (the generator straight into PostgreSQL).
- *   count: the name of the size option (`products`, `menus`…); files: what generate writes (for --help)
+ *   count: the name of the size option (`products`, `menus`…); files: what generate writes (for --help);
+ *   table: the table whose rows mean "the data set is there" (for --if-empty)
  */
-export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, files, seed = false }) {
+export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, files, table, seed = false }) {
   return {
     generate: generateCommand({ etlModule, count, defaultCount, files }),
-    load: loadCommand({ etlModule, cachePrefix }),
-    ...(seed && { seed: seedCommand({ etlModule, cachePrefix, count, defaultCount }) })
+    load: loadCommand({ etlModule, cachePrefix, table }),
+    ...(seed && { seed: seedCommand({ etlModule, cachePrefix, count, defaultCount, table }) })
   }
+}
+
+// Options load and seed share: a Job started with its database waits for it, and a seed Job run
+// again (an upgrade re-creates it) leaves the data that is there alone.
+const replaceOptions = {
+  wait: { type: 'string', default: '0' },
+  'if-empty': { type: 'boolean', default: false }
 }
 
 function generateCommand ({ etlModule, count, defaultCount, files }) {
@@ -148,30 +156,32 @@ async function inCappedThread (file, workerData) {
  * The `seed` command: migrate, generate the data set straight into PostgreSQL over --streams
  * connections (no files: a 10M-row set needs no scratch volume), then clear the cached answers.
  */
-function seedCommand ({ etlModule, cachePrefix, count, defaultCount }) {
+function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
   return {
-    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs]`,
+    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs] [--wait SECONDS for PostgreSQL] [--if-empty: only into an empty ${table}]`,
     options: {
       [count]: { type: 'string', default: String(defaultCount) },
       seed: { type: 'string', default: '1' },
-      streams: { type: 'string', default: String(availableParallelism()) }
+      streams: { type: 'string', default: String(availableParallelism()) },
+      ...replaceOptions
     },
     async run (values, ctx) {
       const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams') }
       if (options.streams < 1) throw new UsageError('--streams must be at least 1')
-      await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, data: { options } })
+      await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, table, values, data: { options } })
     }
   }
 }
 
 /** The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`. */
-function loadCommand ({ etlModule, cachePrefix }) {
+function loadCommand ({ etlModule, cachePrefix, table }) {
   return {
-    summary: 'load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE]',
-    options: { dir: { type: 'string' }, rejects: { type: 'string' } },
-    async run ({ dir, rejects }, ctx) {
+    summary: `load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE] [--wait SECONDS for PostgreSQL] [--if-empty: only into an empty ${table}]`,
+    options: { dir: { type: 'string' }, rejects: { type: 'string' }, ...replaceOptions },
+    async run (values, ctx) {
+      const { dir, rejects } = values
       if (!dir) throw new UsageError('--dir DIR is required')
-      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv` } })
+      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv` } })
     }
   }
 }
@@ -181,8 +191,12 @@ function loadCommand ({ etlModule, cachePrefix }) {
  * thread with the database settings and `data`, then clear the cached answers under `cachePrefix`,
  * whose data was just replaced.
  */
-async function replaceData (ctx, { worker, etlModule, cachePrefix, data }) {
-  await migrateCommand(ctx.service, ctx)
+async function replaceData (ctx, { worker, etlModule, cachePrefix, table, values, data }) {
+  await migrateCommand(ctx.service, ctx, wholeNumber(values, 'wait'))
+  if (values['if-empty'] && await holdsRows(ctx, table)) {
+    ctx.log.info(`${table} already holds data: left as it is (--if-empty)`)
+    return
+  }
   await inCappedThread(worker, {
     etlModule: String(etlModule),
     databaseUrl: ctx.config.DATABASE_URL,
@@ -192,6 +206,16 @@ async function replaceData (ctx, { worker, etlModule, cachePrefix, data }) {
     ...data
   })
   await clearCache(ctx, cachePrefix)
+}
+
+async function holdsRows ({ service, config, log }, table) {
+  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_POOL_MIN: 0 }, log, `${service.name}-check`)
+  try {
+    const { rows } = await pool.query(`SELECT EXISTS (SELECT 1 FROM ${table}) AS any`)
+    return rows[0].any
+  } finally {
+    await pool.end()
+  }
 }
 
 // After new data is swapped in, the cached answers under `prefix` are old: delete them.

@@ -1,11 +1,24 @@
 // One pg Pool per worker thread.
 import pg from 'pg'
+import { parse } from 'pg-connection-string'
+
+/**
+ * pg's connection options for a URL and a password kept out of it (DATABASE_PASSWORD, from a
+ * Secret). pg merges the parsed `connectionString` over its other options, and a URL without a
+ * password parses to `password: ''`, which would silently replace the one given: so the URL is
+ * parsed here and the password set after. No password given: the URL's own, or libpq's PGPASSWORD.
+ */
+export function connectionOptions (url, password) {
+  const options = { ...parse(url) }
+  if (password !== undefined) options.password = password
+  else if (options.password === '') delete options.password
+  return options
+}
 
 /** @returns {pg.Pool} */
 export function createPool (config, log, applicationName) {
   const pool = new pg.Pool({
-    connectionString: config.DATABASE_URL,
-    password: config.DATABASE_PASSWORD, // undefined: the URL's own password, or libpq's PGPASSWORD
+    ...connectionOptions(config.DATABASE_URL, config.DATABASE_PASSWORD),
     max: config.PG_POOL_MAX,
     // Connections above `min` close after 30 s idle. A new one costs a request its connect and the
     // re-preparing of its statements (milliseconds: the tail at a steady 1K RPS), so by default none close.

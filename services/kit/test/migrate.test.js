@@ -6,12 +6,12 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { startPostgres } from '@suite/kit/testing'
+import { startPostgres, databaseEnv } from '@suite/kit/testing'
 
 const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
 
 function migrate (url, ...args) {
-  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, DATABASE_URL: url, PG_CONNECT_TIMEOUT_MS: '500' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, ...databaseEnv(url), PG_CONNECT_TIMEOUT_MS: '500' }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })

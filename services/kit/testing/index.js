@@ -1,7 +1,7 @@
 // Throwaway PostgreSQL and Redis servers for tests and benchmarks, started from the binaries on PATH,
 // plus a helper that runs a service as a real child process. Nothing here mocks anything.
 import { spawn, execFileSync } from 'node:child_process'
-import { mkdtemp, rm, chown } from 'node:fs/promises'
+import { mkdtemp, rm, chown, writeFile } from 'node:fs/promises'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -121,11 +121,20 @@ export async function startPostgres ({ settings = {} } = {}) {
   const user = serverUser()
   const dir = await mkdtemp(join(tmpdir(), 'suite-pg-'))
   if (user.uid !== undefined) await chown(dir, user.uid, user.gid)
-  execFileSync(initdb, ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...user, stdio: 'pipe' })
+  // Every TCP client authenticates with a password (scram-sha-256), as in production: trust auth
+  // would hide a password that never reaches the server.
+  const password = randomBytes(12).toString('hex')
+  const pwfile = `${dir}.pw`
+  await writeFile(pwfile, password, { mode: 0o644 })
+  try {
+    execFileSync(initdb, ['-D', dir, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...user, stdio: 'pipe' })
+  } finally {
+    await rm(pwfile, { force: true })
+  }
   const port = await freePort()
   const args = ['-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300']
   for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`
   let child, output
   const start = async () => {
     child = spawn(postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -204,7 +213,19 @@ export async function startRedis () {
 }
 
 /**
+ * The database settings of a service for `url`, split as the charts pass them: the password in
+ * DATABASE_PASSWORD (from a Secret), the URL without it.
+ */
+export function databaseEnv (url) {
+  const u = new URL(url)
+  const password = decodeURIComponent(u.password)
+  u.password = ''
+  return { DATABASE_URL: u.href, ...(password && { DATABASE_PASSWORD: password }) }
+}
+
+/**
  * Runs `node <entry> ...args` as a child process with `env` added, and waits until GET <url>/readyz is 200.
+ * A password in env.DATABASE_URL is passed apart, in DATABASE_PASSWORD (see databaseEnv).
  * Returns { url, port, child, logs(), stop(signal) } where stop resolves with { code, signal }.
  */
 export async function startService ({ entry, args = [], env = {}, port, readyPath = '/readyz', timeoutMs = 30_000 }) {
@@ -219,7 +240,8 @@ export async function startService ({ entry, args = [], env = {}, port, readyPat
       PG_CONNECT_TIMEOUT_MS: '10000',
       MAX_EVENT_LOOP_DELAY_MS: '0',
       MAX_EVENT_LOOP_UTILIZATION: '0',
-      ...env
+      ...env,
+      ...(env.DATABASE_URL && !env.DATABASE_PASSWORD && databaseEnv(env.DATABASE_URL))
     },
     stdio: ['ignore', 'pipe', 'pipe']
   })

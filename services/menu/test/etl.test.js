@@ -8,6 +8,7 @@ import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
 import { createDatabase } from '@suite/kit/testing/env'
+import { databaseEnv } from '@suite/kit/testing'
 import { generate, load, seed } from '../etl/index.js'
 import { DISH_TYPES, SUB_TYPES } from '../etl/generate.js'
 import { spawnSync } from 'node:child_process'
@@ -101,7 +102,7 @@ test('seed writes the menus generate + load do, whatever the number of streams, 
 
 test('the seed command: migrates, fills, answers; a wrong option is one line and exit 2', async () => {
   const url = await createDatabase('menuseedcli')
-  const run = (...args) => spawnSync(process.execPath, [entry, 'seed', ...args], { env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'info' }, encoding: 'utf8' })
+  const run = (...args) => spawnSync(process.execPath, [entry, 'seed', ...args], { env: { ...process.env, ...databaseEnv(url), LOG_LEVEL: 'info' }, encoding: 'utf8' })
   const done = run('--menus', '2500', '--streams', '2')
   assert.equal(done.status, 0, done.stderr + done.stdout)
   assert.match(done.stderr, /^menus: 2,500 rows in [\d.]+ s \(copy [\d.]+ s, indexes [\d.]+ s, swap [\d.]+ s\)$/m)

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget, pgliteTarget, parseCsv } from '@suite/kit/etl'
-import { get } from '@suite/kit/testing'
+import { get, databaseEnv } from '@suite/kit/testing'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
 import { generate, load } from '../etl/index.js'
 import { migrations, entry, startProduct } from './fixtures.js'
@@ -120,7 +120,7 @@ test('loading is idempotent, and readers see the old tables until the swap', asy
 
 test('the load command clears the cache: the API answers with the new data at once', async () => {
   const url = await createDatabase('reload')
-  const env = { ...process.env, DATABASE_URL: url, REDIS_URL: `${redisUrl}/2` }
+  const env = { ...process.env, ...databaseEnv(url), REDIS_URL: `${redisUrl}/2` }
   const run = (dir) => {
     const r = spawnSync(process.execPath, [entry, 'load', '--dir', dir], { env, encoding: 'utf8' })
     assert.equal(r.status, 0, r.stderr + r.stdout)

@@ -9,6 +9,7 @@ import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
+import { databaseEnv } from '@suite/kit/testing'
 import { generate, load } from '../etl/index.js'
 import { migrations, entry, startProfile, send, body } from './fixtures.js'
 
@@ -65,7 +66,7 @@ test('every row is loaded or rejected by its reason; the id sequence continues p
 test('the CLI generates and loads (in its worker), then clears the cache', async () => {
   const dir = join(work, 'cli')
   const url = await createDatabase('profile_cli')
-  const env = { ...process.env, DATABASE_URL: url, REDIS_URL: `${redisUrl}/11`, LOG_LEVEL: 'warn' }
+  const env = { ...process.env, ...databaseEnv(url), REDIS_URL: `${redisUrl}/11`, LOG_LEVEL: 'warn' }
   const bad = spawnSync(process.execPath, [entry, 'generate', '--out', dir, '--restaurants', 'many'], { env, encoding: 'utf8' })
   assert.equal(bad.status, 2)
   assert.equal(bad.stderr.trim(), 'profile generate: --restaurants must be a whole number (got "many")')
@@ -81,6 +82,15 @@ test('the CLI generates and loads (in its worker), then clears the cache', async
     assert.equal(n, 999)
     const { rows: [{ next }] } = await client.query("SELECT nextval('restaurants_id_seq')::int AS next")
     assert.equal(next, 1001)
+    // A seed Job run again (an upgrade re-creates it) with --if-empty leaves the live data alone:
+    // a restaurant written since the first load survives; without the flag the load replaces it.
+    await client.query("INSERT INTO restaurants (name, address, phone, picture, cuisine, price_range, stars, quality, delivery, accuracy) VALUES ('written after the seed', '', '', '', '', 1, 0, 0, 0, 0)")
+    const again = spawnSync(process.execPath, [entry, 'load', '--dir', dir, '--if-empty', '--wait', '5'], { env: { ...env, LOG_LEVEL: 'info' }, encoding: 'utf8' })
+    assert.equal(again.status, 0, again.stderr + again.stdout)
+    assert.match(again.stdout + again.stderr, /restaurants already holds data: left as it is/)
+    const kept = await client.query("SELECT count(*)::int AS n FROM restaurants WHERE name = 'written after the seed'")
+    assert.equal(kept.rows[0].n, 1)
+    assert.equal(spawnSync(process.execPath, [entry, 'load', '--dir', dir, '--wait', 'soon'], { env, encoding: 'utf8' }).stderr.trim(), 'profile load: --wait must be a whole number (got "soon")')
   } finally {
     await client.end()
   }

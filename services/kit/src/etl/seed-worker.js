@@ -2,11 +2,12 @@
 import { workerData, parentPort } from 'node:worker_threads'
 import pg from 'pg'
 import { pgTarget } from './copy.js'
+import { connectionOptions } from '../pg.js'
 
 const { etlModule, databaseUrl, databasePassword, applicationName, options, progress } = workerData
 const { seed } = await import(etlModule)
 async function connect () {
-  const client = new pg.Client({ connectionString: databaseUrl, password: databasePassword, application_name: applicationName })
+  const client = new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName })
   await client.connect()
   return { ...pgTarget(client), end: () => client.end() }
 }

@@ -1,0 +1,122 @@
+// What the cluster e2e is made of: running kubectl and helm, HTTP through the ingress with a Host
+// header, steady open-loop load that counts every failure, and a report table.
+import { spawn, spawnSync } from 'node:child_process'
+import { Agent, request } from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+/** Runs a program to the end; throws with its output on a non-zero exit (unless `ok: true`). */
+export function run (cmd, args, { input, ok = false, env } = {}) {
+  const r = spawnSync(cmd, args, { input, encoding: 'utf8', maxBuffer: 256 << 20, env: env && { ...process.env, ...env } })
+  if (r.error) throw new Error(`${cmd}: ${r.error.code === 'ENOENT' ? 'not found on PATH' : r.error.message}`)
+  if (r.status !== 0 && !ok) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}:\n${r.stderr || r.stdout}`)
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+/** The same, without blocking the event loop (load keeps flowing meanwhile). */
+export function runAsync (cmd, args, { env } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env && { ...process.env, ...env } })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.stderr.on('data', (d) => { out += d })
+    child.on('error', reject)
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${out}`))))
+  })
+}
+
+export const kubectl = (args, opts) => run('kubectl', args, opts)
+export const kjson = (args) => JSON.parse(kubectl([...args, '-o', 'json']).stdout)
+
+/** Polls `check` until it returns a truthy value; throws naming `what` after `seconds`. */
+export async function waitFor (what, check, seconds = 120, everyMs = 1000) {
+  const deadline = Date.now() + seconds * 1000
+  let last
+  while (Date.now() < deadline) {
+    try {
+      const v = await check()
+      if (v) return v
+    } catch (err) { last = err }
+    await sleep(everyMs)
+  }
+  throw new Error(`${what}: not within ${seconds} s${last ? ` (${last.message})` : ''}`)
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 64 })
+
+/**
+ * One HTTP request to `base` (the ingress) with a Host header; resolves to { status, headers, body }
+ * (body parsed when JSON), or rejects with the network error.
+ */
+export function http (base, { host, method = 'GET', path, json, headers = {}, timeoutMs = 10_000 }) {
+  const body = json === undefined ? undefined : JSON.stringify(json)
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, base), {
+      method,
+      agent,
+      timeout: timeoutMs,
+      headers: { ...(host && { host }), ...(body && { 'content-type': 'application/json' }), ...headers }
+    }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (d) => { text += d })
+      res.on('end', () => {
+        let parsed = text
+        try { parsed = JSON.parse(text) } catch {}
+        resolve({ status: res.statusCode, headers: res.headers, body: parsed })
+      })
+      res.on('error', reject)
+    })
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })))
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/**
+ * Open-loop load: `rate` requests per second spread over `targets` (each a function returning the
+ * http() options and the statuses it accepts), whatever the answers take, until stop() is called.
+ * Every answer outside `expect` and every network error is a failure, counted by kind.
+ * stop() resolves to { sent, ok, failures: {kind: n}, p99Ms } once the requests in flight are in.
+ */
+export function steadyLoad (base, { rate, targets }) {
+  const result = { sent: 0, ok: 0, failures: {}, durations: [] }
+  const inFlight = new Set()
+  const fail = (kind) => { result.failures[kind] = (result.failures[kind] ?? 0) + 1 }
+  let stopped = false
+  const started = Date.now()
+  const loop = (async () => {
+    for (let i = 0; !stopped; i++) {
+      const due = started + (i * 1000) / rate
+      if (due > Date.now()) await sleep(due - Date.now())
+      if (stopped) break
+      const target = targets[i % targets.length](i)
+      const t0 = performance.now()
+      result.sent++
+      const p = http(base, target).then((res) => {
+        result.durations.push(performance.now() - t0)
+        if ((target.expect ?? [200]).includes(res.status)) {
+          result.ok++
+          target.onOk?.()
+        } else fail(`${res.status} ${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')}`)
+      }, (err) => fail(`${err.code ?? err.message} ${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')}`))
+      inFlight.add(p)
+      p.finally(() => inFlight.delete(p))
+    }
+  })()
+  return {
+    async stop () {
+      stopped = true
+      await loop
+      await Promise.all(inFlight)
+      const sorted = result.durations.sort((a, b) => a - b)
+      const p99Ms = sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] : 0
+      return { sent: result.sent, ok: result.ok, failures: result.failures, failed: result.sent - result.ok, p99Ms: Math.round(p99Ms) }
+    }
+  }
+}
+
+/** A markdown table. */
+export function table (header, rows) {
+  const line = (cells) => `| ${cells.join(' | ')} |`
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n')
+}
