@@ -60,10 +60,17 @@ export function createWriter ({ pool, config, registry, log }) {
     const group = closed.shift()
     if (!group) return
     flushing = true
+    let failed
     try {
-      await flush(group)
+      failed = await flush(group)
     } finally {
       flushing = false
+    }
+    // PostgreSQL unreachable (connection lost, or none to be had): the groups that waited behind this
+    // one would each wait as long to fail the same way. Nothing of them was sent: 503 at once.
+    if (failed && connectionLost(failed)) {
+      for (const g of [...closed.splice(0), open]) for (const r of g.requests) r.reject(failed)
+      open = newGroup()
     }
     // What came in meanwhile has already waited one flush: write it now, without a new window.
     if (closed.length || open.requests.length) next()
@@ -110,6 +117,7 @@ export function createWriter ({ pool, config, registry, log }) {
       if (!isUnavailable(err) && answer === err) log.error({ err }, 'flush failed, nothing of its group stored')
       else if (err.outcomeUnknown) log.warn({ err: err.message }, 'connection lost during a commit: outcome unknown (504)')
       for (const r of group.requests) r.reject(answer)
+      return err
     }
   }
 

@@ -142,3 +142,45 @@ test('PostgreSQL killed mid-commit, clients without a key: a 503 batch was not s
     await server.stop()
   }
 })
+
+test('PostgreSQL frozen under writes: every POST answered within 2 s (503, or 504 for a COMMIT caught in flight), then 200s again', async () => {
+  const { server, url } = await flowsServer()
+  const svc = await startFlows({ DATABASE_URL: url, WORKERS: '2', PG_CONNECT_TIMEOUT_MS: '1000' })
+  const sent = new Map()
+  let stop = false
+  let frozen = false
+  const slowest = { during: 0 }
+  try {
+    const load = writers(16, () => stop, async (i, count) => {
+      const batch = batchOf(i)
+      sumInto(sent, batch)
+      const headers = { 'idempotency-key': randomUUID() }
+      for (let status; status !== 200;) {
+        const t0 = performance.now()
+        const during = frozen
+        status = await send(svc.url, batch, headers)
+        if (during) slowest.during = Math.max(slowest.during, performance.now() - t0)
+        count(status)
+        if (status !== 200) await sleep(100)
+      }
+    })
+    await sleep(1000)
+    frozen = true
+    server.pause()
+    await sleep(4000)
+    server.resume()
+    frozen = false
+    await sleep(3000)
+    stop = true
+    const statuses = await load
+    assert.deepEqual(Object.keys(statuses).filter((s) => !['200', '503', '504'].includes(s)), [], JSON.stringify(statuses))
+    assert.ok(statuses[503] > 0, JSON.stringify(statuses))
+    assert.ok(slowest.during <= 2000, `slowest answer sent during the freeze: ${Math.round(slowest.during)} ms`)
+    assert.deepEqual(await admin(url, storedTotals), sent, 'every batch counted exactly once')
+  } finally {
+    stop = true
+    server.resume()
+    await svc.stop()
+    await server.stop()
+  }
+})
