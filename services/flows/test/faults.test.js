@@ -27,25 +27,6 @@ async function admin (url, fn) {
   try { return await fn(c) } finally { await c.end() }
 }
 
-/**
- * A synchronous standby that never answers holds every COMMIT after it is durable on the primary and
- * before its answer is sent. A kill then lands in that window for every flush in flight — a window of
- * microseconds otherwise: the commits survive the restart (they are in the WAL) while their clients
- * only saw the connection drop.
- */
-async function holdCommits (url) {
-  await admin(url, async (c) => {
-    await c.query("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
-    await c.query('SELECT pg_reload_conf()')
-  })
-}
-async function releaseCommits (url) {
-  await admin(url, async (c) => {
-    await c.query('ALTER SYSTEM RESET synchronous_standby_names')
-    await c.query('SELECT pg_reload_conf()')
-  })
-}
-
 /** `clients` concurrent writers, each running `client(i)` until `until()`; returns the statuses seen. */
 async function writers (clients, until, client) {
   const statuses = {}
@@ -79,13 +60,14 @@ test('PostgreSQL killed mid-commit and down for 8 s, clients resending with thei
       }
     })
     await sleep(1000)
-    await holdCommits(url)
+    // Every COMMIT now waits after it is durable: the kill lands between commits and their answers.
+    await server.holdCommits(true)
     await sleep(300) // flushes pile up, committed but unanswered
     await server.kill()
     await sleep(8000) // an outage longer than the old crash-loop limit (6 worker crashes a minute)
     assert.equal(svc.child.exitCode, null, 'the process is still running')
     await server.start()
-    await releaseCommits(url)
+    await server.holdCommits(false)
     await sleep(3000)
     stop = true
     const statuses = await load
@@ -119,12 +101,12 @@ test('PostgreSQL killed mid-commit, clients without a key: a 503 batch was not s
       }
     })
     await sleep(1000)
-    await holdCommits(url)
+    await server.holdCommits(true)
     await sleep(300)
     await server.kill()
     await sleep(1000)
     await server.start()
-    await releaseCommits(url)
+    await server.holdCommits(false)
     await sleep(2000)
     stop = true
     const statuses = await load

@@ -47,7 +47,7 @@ export const baseSchema = {
     MAX_RSS_BYTES: { type: 'integer', minimum: 0, default: rssDefault, description: 'load shedding: answer 503 above this resident memory of the process; default: 90% of the container memory limit, off without one (0: off)' },
     HTTP_HEADERS_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 10000, description: 'a request whose headers are not all in after this long is answered 408 and its connection closed' },
     HTTP_REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 30000, description: 'a request not wholly received (headers and body) after this long is answered 408 and its connection closed; at least HTTP_HEADERS_TIMEOUT_MS' },
-    HTTP_KEEP_ALIVE_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 72000, description: 'an idle keep-alive connection is closed after this long (above the 60 s idle timeout of common load balancers, so they close first)' },
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 95000, description: 'an idle keep-alive connection is closed after this long: longer than the idle timeout of the proxies in front (Traefik 90 s, ingress-nginx 60 s), so that they close first and never send on a connection being closed' },
     READY_REQUIRES_DATABASE: { type: 'boolean', default: false, description: 'make /readyz fail while PostgreSQL does not answer this pod\'s probe (default: stay ready, serve cached answers and 503 the rest)' },
     READY_REQUIRES_CACHE: { type: 'boolean', default: false, description: 'make /readyz fail while Redis is down (default: serve from PostgreSQL)' }
   }

@@ -49,11 +49,11 @@ parentPort.on('message', async (msg) => {
   } else if (msg.type === 'shutdown') {
     app.draining = true
     await sleep(config.SHUTDOWN_DELAY_MS)
-    const cut = await connections.drain(config.SHUTDOWN_GRACE_MS) // stops accepting, lets in-flight requests finish
+    const cut = await connections.drain(config.SHUTDOWN_GRACE_MS) // lets in-flight requests finish, then stops accepting
     if (cut) log.warn(`${cut} connection(s) still busy after SHUTDOWN_GRACE_MS, closed`)
     await app.close() // closes pool and cache
     metrics.stop()
-    process.exit(0) // ends this thread only
+    process.exit(cut ? 1 : 0) // ends this thread only; 1: requests were cut
   }
 })
 

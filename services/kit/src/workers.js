@@ -152,10 +152,12 @@ export async function runWorkers (serviceUrl, config, log, name = 'service') {
     database.stop()
     if (err) log.error({ err }, 'main thread error, shutting down')
     log.info({ signal }, 'shutting down: finishing in-flight requests')
-    await Promise.all([...workers.values()].map((worker) => new Promise((resolve) => {
+    const codes = await Promise.all([...workers.values()].map((worker) => new Promise((resolve) => {
       worker.once('exit', resolve)
       worker.postMessage({ type: 'shutdown' })
     })))
+    // A worker that had to cut requests still busy after the grace exits 1, and so does the process.
+    if (codes.some((code) => code !== 0)) throw new Error('requests were still running after SHUTDOWN_GRACE_MS and were cut')
     log.info('all workers closed')
   })
 

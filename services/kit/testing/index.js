@@ -110,10 +110,10 @@ export async function createDatabase (adminUrl, prefix = 'test') {
 /**
  * Starts a PostgreSQL server in a temporary directory on a free loopback port.
  * `settings` are extra `-c name=value` server settings (a benchmark passes bulk-load tuning here).
- * Returns { url, port, dir, createDatabase(), stop({ keepData }), start(), pause(), resume(), kill() }:
- * pause() stops every process of the server (SIGSTOP: connections stay open, nothing answers, as a
- * frozen host or a partition), resume() lets it go on; kill() is kill -9 of every process (a crash:
- * start() then recovers from the WAL).
+ * Returns { url, port, dir, createDatabase(), stop({ keepData }), start(), pause(), resume(), kill(),
+ * holdCommits(on) }: pause() stops every process of the server (SIGSTOP: connections stay open, nothing
+ * answers, as a frozen host or a partition), resume() lets it go on; kill() is kill -9 of every process
+ * (a crash: start() then recovers from the WAL).
  */
 export async function startPostgres ({ settings = {} } = {}) {
   const initdb = findBinary('initdb', 'postgresql (apt-get install postgresql)')
@@ -164,6 +164,22 @@ export async function startPostgres ({ settings = {} } = {}) {
       const backends = signalTree(child.pid, 'SIGKILL')
       await exited(child)
       await waitFor(() => backends.every(gone), 'postgres backends to exit', 10_000)
+    },
+    /**
+     * holdCommits(true): every COMMIT, once durable, waits for a synchronous standby that never
+     * answers — the window between a commit and its answer (microseconds otherwise) as wide as a test
+     * needs, e.g. to kill the server inside it. holdCommits(false) lets them go. Kept across kill() and
+     * start() (ALTER SYSTEM), like the commits it holds.
+     */
+    async holdCommits (on) {
+      const c = new pg.Client({ connectionString: url })
+      await c.connect()
+      try {
+        await c.query(on ? "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" : 'ALTER SYSTEM RESET synchronous_standby_names')
+        await c.query('SELECT pg_reload_conf()')
+      } finally {
+        await c.end()
+      }
     },
     async stop ({ keepData = false } = {}) {
       if (child.exitCode === null && child.signalCode === null) {
