@@ -70,7 +70,7 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async 
       body: JSON.stringify([{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: 5, bytes_rx: 7, hour: 1 }])
     })
     assert.equal(post.status, 200)
-    assert.deepEqual((await get(flows, '/flows?hour=1')).body, [{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: 5, bytes_rx: 7, hour: 1 }])
+    assert.deepEqual((await get(flows, '/flows?hour=1')).body, [{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: "5", bytes_rx: "7", hour: 1 }])
   } finally {
     child.kill('SIGTERM')
   }

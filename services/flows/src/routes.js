@@ -30,6 +30,17 @@ export default async function routes (app) {
     }
   })
 
-  app.get('/flows', { schema: schemas.list }, async (request) =>
-    queryDocument(pg, sql.byHour, [request.query.hour]))
+  // A page of an hour's totals; when more keys follow, Link names the next page (keyset: it starts
+  // after this page's last key).
+  app.get('/flows', { schema: schemas.list }, async (request, reply) => {
+    const { hour, limit, after_src_app: src = '', after_dest_app: dest = '', after_vpc_id: vpc = '' } = request.query
+    const rows = await queryDocument(pg, sql.page, [hour, src, dest, vpc, limit + 1])
+    if (rows.length > limit) {
+      rows.length = limit
+      const last = rows.at(-1)
+      const next = new URLSearchParams({ hour, limit, after_src_app: last.src_app, after_dest_app: last.dest_app, after_vpc_id: last.vpc_id })
+      reply.header('link', `</flows?${next}>; rel="next"`)
+    }
+    return rows
+  })
 }

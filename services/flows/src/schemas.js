@@ -1,21 +1,18 @@
 // JSON schemas of the flows routes: request validation, OpenAPI, and the response shapes the tests
 // check every answer against.
-import { errorResponses, errorResponse } from '@suite/kit'
+import { errorResponses, errorResponse, text, INT4_MAX } from '@suite/kit'
 
 export const MAX_BYTES = Number.MAX_SAFE_INTEGER // 2^53-1: the largest integer JSON parsing keeps exact
-export const MAX_HOUR = 2147483647 // the hour column is int4
-const name = (description) => ({
-  type: 'string',
-  minLength: 1,
-  maxLength: 200,
-  pattern: '^[^\\u0000]*$', // PostgreSQL text cannot hold NUL: rejected here, not by a failed flush
-  description
-})
+export const MAX_HOUR = INT4_MAX // the hour column is int4
+export const MAX_PAGE = 10_000 // keys per GET at most
+// No NUL, no unpaired surrogate (kit: text): two keys that differ only there would be stored as one.
+const name = (description) => text({ minLength: 1, maxLength: 200, description })
 const bytes = (description) => ({ type: 'integer', minimum: 0, maximum: MAX_BYTES, description })
 const hour = { type: 'integer', minimum: 0, maximum: MAX_HOUR, description: 'hour bucket (non-negative integer)' }
 
 export const flow = {
   type: 'object',
+  additionalProperties: false,
   required: ['src_app', 'dest_app', 'vpc_id', 'bytes_tx', 'bytes_rx', 'hour'],
   properties: {
     src_app: name('application that sent the traffic'),
@@ -38,12 +35,20 @@ export function post ({ maxBatch, bodyLimit }) {
       `the records are committed. 503 with Retry-After: nothing of the batch was stored, send it again. ` +
       `504 with Retry-After: the database connection was lost while the batch was committing, so whether it ` +
       `was stored is unknown; send it again with the same Idempotency-Key, which makes it count once ` +
-      `(without a key a resend may count it twice). Clients that retry should always send an Idempotency-Key.`,
+      `(without a key a resend may count it twice). Clients that retry should always send an Idempotency-Key. ` +
+      `An optional Idempotency-Key header makes a retry of a committed batch count once; the same key with a ` +
+      `different batch is a 422 and stores nothing. 422 also when a total would pass 2^63-1.`,
     tags: ['flows'],
     headers: {
       type: 'object',
       properties: {
-        'idempotency-key': { type: 'string', minLength: 1, maxLength: 200, description: 'unique per batch (e.g. a UUID); a batch sent again with the same key is not counted again' }
+        'idempotency-key': {
+          type: 'string',
+          minLength: 1,
+          maxLength: 200,
+          pattern: '^[!-~]+$',
+          description: 'unique per batch (e.g. a UUID; visible ASCII): the same batch sent again with it is not counted again, another batch with it is a 422'
+        }
       }
     },
     body: { type: 'array', minItems: 1, maxItems: maxBatch, items: flow },
@@ -60,22 +65,43 @@ export function post ({ maxBatch, bodyLimit }) {
       ...errorResponses,
       413: errorResponse,
       415: errorResponse,
+      422: errorResponse,
       504: errorResponse
     }
   }
 }
 
+// Totals are decimal strings, as the seed's own example answered: exact past 2^53, where a JSON
+// number loses digits in most parsers.
+const total = (description) => ({ type: 'string', pattern: '^(0|[1-9][0-9]*)$', description })
+// The keyset cursor: the page starts after the key (after_src_app, after_dest_app, after_vpc_id);
+// a part left out is '' (before every name). The next page's URL is in the Link header.
+const after = (field) => text({ maxLength: 200, description: `keyset cursor: the key after which this page starts (its ${field}); the Link header of the previous page has it` })
+
 export const list = {
-  summary: 'Totals per (src_app, dest_app, vpc_id) for one hour, in that order',
+  summary: 'Totals per (src_app, dest_app, vpc_id) for one hour, in that order, a page at a time',
+  description: `The seed's shape: a bare array, totals as decimal strings (exact past 2^53). At most \`limit\` ` +
+    `keys (default 1000, at most ${MAX_PAGE}); when the hour has more, \`Link: <…>; rel="next"\` is the next page's URL ` +
+    '(keyset: the same cost at any depth).',
   tags: ['flows'],
   querystring: {
     type: 'object',
     required: ['hour'],
-    properties: { hour }
+    properties: {
+      hour,
+      limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1000, description: 'keys per page at most' },
+      after_src_app: after('src_app'),
+      after_dest_app: after('dest_app'),
+      after_vpc_id: after('vpc_id')
+    }
   },
   response: {
     200: {
       type: 'array',
+      maxItems: MAX_PAGE,
+      headers: {
+        link: { type: 'string', description: 'present when there is a next page: `</flows?hour=…&after_src_app=…>; rel="next"`' }
+      },
       items: {
         type: 'object',
         additionalProperties: false,
@@ -84,12 +110,14 @@ export const list = {
           src_app: { type: 'string' },
           dest_app: { type: 'string' },
           vpc_id: { type: 'string' },
-          bytes_tx: { type: 'integer', minimum: 0 },
-          bytes_rx: { type: 'integer', minimum: 0 },
+          bytes_tx: total('bytes sent, in total (a decimal string: exact past 2^53)'),
+          bytes_rx: total('bytes received, in total (a decimal string: exact past 2^53)'),
           hour: { type: 'integer', minimum: 0 }
         }
       }
     },
-    ...errorResponses
+    400: errorResponse,
+    500: errorResponse,
+    503: errorResponse
   }
 }

@@ -22,12 +22,20 @@ export const upsert = {
 // new; a key already there belongs to a committed request. A key being inserted by a concurrent,
 // uncommitted transaction makes this wait for it: committed → the key is a replay, rolled back →
 // it is new. So a retry racing its original still counts once.
+// Each key is stored with the fingerprint of its batch ($2), so that a later request with the same key
+// and another batch is refused instead of answered as a replay.
 export const claimKeys = {
   name: 'flows_claim_keys',
-  text: `INSERT INTO flows_idempotency (key)
-    SELECT k FROM unnest($1::text[]) k ORDER BY k
+  text: `INSERT INTO flows_idempotency (key, fingerprint)
+    SELECT k, f FROM unnest($1::text[], $2::bytea[]) AS t(k, f) ORDER BY k
     ON CONFLICT (key) DO NOTHING
     RETURNING key`
+}
+
+// The fingerprints of keys that were already there (a new statement: it sees what committed since).
+export const keyFingerprints = {
+  name: 'flows_key_fingerprints',
+  text: 'SELECT key, fingerprint FROM flows_idempotency WHERE key = ANY($1::text[])'
 }
 
 export const pruneKeys = {
@@ -35,13 +43,16 @@ export const pruneKeys = {
   text: `DELETE FROM flows_idempotency WHERE created_at < now() - $1 * interval '1 hour'`
 }
 
-// GET /flows?hour=N: the whole answer built by PostgreSQL in one round trip, in key order, found by
-// a range scan of the primary key (hour leads it). Totals are bigint, i.e. JSON numbers.
-export const byHour = {
-  name: 'flows_by_hour',
+// GET /flows?hour=N, one page: the first $5 keys after ($2, $3, $4) in key order, found by a range
+// scan of the primary key (hour leads it; the row comparison uses its C collation), so a page costs
+// the same at any depth. The route asks for one key more than the page to know whether another page
+// follows. Totals are bigint, sent as text: exact past 2^53.
+export const page = {
+  name: 'flows_page',
   text: `SELECT coalesce(json_agg(json_build_object(
       'src_app', src_app, 'dest_app', dest_app, 'vpc_id', vpc_id,
-      'bytes_tx', bytes_tx, 'bytes_rx', bytes_rx, 'hour', hour
+      'bytes_tx', bytes_tx::text, 'bytes_rx', bytes_rx::text, 'hour', hour
     ) ORDER BY src_app, dest_app, vpc_id), '[]') AS json
-    FROM flows WHERE hour = $1`
+    FROM (SELECT * FROM flows WHERE hour = $1 AND (hour, src_app, dest_app, vpc_id) > ($1, $2, $3, $4)
+      ORDER BY src_app, dest_app, vpc_id LIMIT $5) page`
 }

@@ -6,6 +6,7 @@
 // the COMMIT was in flight, where nobody can know (504, see commit()). One flush in flight per worker: under
 // load the next group fills while the current one commits, so the batch size follows the load and a
 // hot key costs one row update per flush instead of one per request.
+import { createHash } from 'node:crypto'
 import { promClient as client, isUnavailable, connectionLost, withClient, DURATION_BUCKETS, httpError, prepared as preparedFor } from '@suite/kit'
 import * as sql from './sql.js'
 
@@ -40,11 +41,12 @@ export function createWriter ({ pool, config, registry, log }) {
   let nextPrune = Date.now() + Math.random() * 3_600_000
 
   function write (records, key) {
+    const fingerprint = key === undefined ? undefined : fingerprintOf(records)
     return new Promise((resolve, reject) => {
       // A request is never split (its records commit together); a group is closed before it would
       // pass FLOWS_FLUSH_MAX_ROWS, so one request larger than that is a group of its own.
       if (open.records > 0 && open.records + records.length > maxRecords) { closed.push(open); open = newGroup() }
-      open.requests.push({ records, key, resolve, reject })
+      open.requests.push({ records, key, fingerprint, resolve, reject })
       open.records += records.length
       addAll(open.rows, records)
       if (flushing) return // the flusher takes this group as soon as the current flush commits
@@ -79,12 +81,14 @@ export function createWriter ({ pool, config, registry, log }) {
   async function flush (group) {
     const end = metrics.duration.startTimer()
     try {
-      const replays = await commit(group)
+      const { replays, conflicts } = await commit(group)
       end()
       metrics.flushes.inc({ result: 'ok' })
       metrics.requests.observe(group.requests.length)
       for (const r of group.requests) {
-        if (replays.has(r)) {
+        if (conflicts.has(r)) {
+          r.reject(httpError(422, `Idempotency-Key "${r.key}" was already used with a different batch: nothing of this batch was stored`))
+        } else if (replays.has(r)) {
           metrics.replays.inc()
           r.resolve({ stored: r.records.length, replayed: true })
         } else {
@@ -111,9 +115,7 @@ export function createWriter ({ pool, config, registry, log }) {
       const answer = err.outcomeUnknown
         ? httpError(504, 'the database connection was lost while the batch was committing: it may or may not be stored. ' +
           'Send it again with the same Idempotency-Key (it then counts once); without a key it may count twice')
-        : /^22/.test(err.code ?? '')
-          ? httpError(422, `the batch cannot be added to the totals: ${err.message}; nothing of it was stored`)
-          : err
+        : /^22/.test(err.code ?? '') ? dataError(err) : err
       if (!isUnavailable(err) && answer === err) log.error({ err }, 'flush failed, nothing of its group stored')
       else if (err.outcomeUnknown) log.warn({ err: err.message }, 'connection lost during a commit: outcome unknown (504)')
       for (const r of group.requests) r.reject(answer)
@@ -121,8 +123,9 @@ export function createWriter ({ pool, config, registry, log }) {
     }
   }
 
-  // Returns the requests that were replays of an already committed Idempotency-Key. Whatever fails
-  // before the committing statement is sent, or is an error PostgreSQL answers to it, leaves nothing
+  // Returns the requests that were replays of an already committed Idempotency-Key (the same batch)
+  // and those that reused one with another batch (conflicts); neither is counted. Whatever fails before
+  // the committing statement is sent, or is an error PostgreSQL answers to it, leaves nothing
   // committed. Only a connection lost while it is in flight leaves the outcome unknown: the server may
   // have committed and died before answering. That error is marked `outcomeUnknown`.
   async function commit (group) {
@@ -131,25 +134,39 @@ export function createWriter ({ pool, config, registry, log }) {
       if (!keyed.length) { // the common case: one statement, which is its own transaction
         await committing(conn.query(upsert(group.rows)))
         metrics.rows.observe(group.rows.size)
-        return new Set()
+        return { replays: new Set(), conflicts: new Set() }
       }
       try {
         await conn.query('BEGIN')
         const first = new Map() // key -> its first request in this group; later ones replay it
         for (const r of keyed) if (!first.has(r.key)) first.set(r.key, r)
-        const { rows } = await conn.query(prepared(sql.claimKeys, [[...first.keys()]]))
+        const { rows } = await conn.query(prepared(sql.claimKeys, [[...first.keys()], [...first.values()].map((r) => r.fingerprint)]))
         const fresh = new Set(rows.map((row) => row.key))
-        const replays = new Set(keyed.filter((r) => first.get(r.key) !== r || !fresh.has(r.key)))
+        // The batch each key was first committed with: this group's first request, or an earlier one's.
+        const original = new Map([...first].map(([key, r]) => [key, r.fingerprint]))
+        const taken = [...first.keys()].filter((k) => !fresh.has(k))
+        if (taken.length) {
+          for (const row of (await conn.query(prepared(sql.keyFingerprints, [taken]))).rows) original.set(row.key, row.fingerprint)
+        }
+        const replays = new Set()
+        const conflicts = new Set()
+        for (const r of keyed) {
+          if (fresh.has(r.key) && first.get(r.key) === r) continue // counted now
+          // A key stored before fingerprints were (null) counts as the same batch, as it used to.
+          const was = original.get(r.key)
+          if (was === null || was.equals(r.fingerprint)) replays.add(r)
+          else conflicts.add(r)
+        }
         let flows = group.rows
-        if (replays.size) { // rare: sum again without the replayed requests
+        if (replays.size || conflicts.size) { // rare: sum again without them
           flows = new Map()
-          for (const r of group.requests) if (!replays.has(r)) addAll(flows, r.records)
+          for (const r of group.requests) if (!replays.has(r) && !conflicts.has(r)) addAll(flows, r.records)
         }
         if (flows.size) await conn.query(upsert(flows))
         await committing(conn.query('COMMIT'))
         metrics.rows.observe(flows.size)
         if (Date.now() > nextPrune) prune()
-        return replays
+        return { replays, conflicts }
       } catch (err) {
         // On a lost connection the server rolls back by itself, and a ROLLBACK would only wait.
         if (!connectionLost(err)) await conn.query('ROLLBACK').catch(() => {})
@@ -179,6 +196,20 @@ export function createWriter ({ pool, config, registry, log }) {
   }
 
   return { write }
+}
+
+// What identifies a batch for its Idempotency-Key: a hash of its records' values in a fixed field
+// order, so the same batch resent with its keys in another order or other spacing is still the same.
+function fingerprintOf (records) {
+  const values = records.map((f) => [f.hour, f.src_app, f.dest_app, f.vpc_id, f.bytes_tx, f.bytes_rx])
+  return createHash('sha256').update(JSON.stringify(values)).digest()
+}
+
+// A data error (class 22) in the contract's words, not PostgreSQL's: in practice a total past bigint.
+function dataError (err) {
+  return httpError(422, err.code === '22003'
+    ? 'a total of this batch would pass 9223372036854775807 (2^63-1): nothing of it was stored'
+    : `the batch cannot be added to the totals (SQLSTATE ${err.code}): nothing of it was stored`)
 }
 
 // Sums records into rows by key. NUL cannot occur in the strings (the schema rejects it), so it

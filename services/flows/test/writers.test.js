@@ -48,8 +48,10 @@ async function hammer (services, { clients, until }) {
 async function totalsByGet (url) {
   const totals = new Map()
   for (const hour of HOURS) {
-    for (const f of (await get(url, `/flows?hour=${hour}`)).body) {
-      totals.set(keyOf(f), { tx: BigInt(f.bytes_tx), rx: BigInt(f.bytes_rx) })
+    for (let next = `/flows?hour=${hour}&limit=10000`; next;) { // every page, by the Link header
+      const page = await get(url, next)
+      for (const f of page.body) totals.set(keyOf(f), { tx: BigInt(f.bytes_tx), rx: BigInt(f.bytes_rx) })
+      next = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1]
     }
   }
   return totals

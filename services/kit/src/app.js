@@ -1,7 +1,6 @@
 // The Fastify application of one worker: the kit's routes (health, metrics, OpenAPI) around a
-// service's own routes, with JSON errors, load shedding and request metrics.
+// service's own routes, with one error contract (errors.js), load shedding and request metrics.
 import { randomUUID } from 'node:crypto'
-import { STATUS_CODES } from 'node:http'
 import Fastify, { LogController } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
@@ -9,30 +8,26 @@ import underPressure from '@fastify/under-pressure'
 import { contentType } from './metrics.js'
 import { isUnavailable } from './pg.js'
 import { validatorCompiler } from './validation.js'
+import { noneMatchHolds } from './conditional.js'
+import { errorSchema, httpError, sendError, frameworkErrors, clientErrorHandler, jsonBodies, messageOf } from './errors.js'
 
-export const errorSchema = {
-  $id: 'error',
-  type: 'object',
-  required: ['statusCode', 'error', 'message'],
-  properties: {
-    statusCode: { type: 'integer' },
-    error: { type: 'string' },
-    message: { type: 'string', description: 'what was wrong, naming the field' }
-  }
-}
+export { errorSchema, httpError }
+
 const err = { $ref: 'error#' }
-/** Response schemas of the error statuses every route can answer. */
+/** Response schemas of the error statuses a service route answers besides those the kit adds itself. */
 export const errorResponses = { 400: err, 404: err, 500: err, 503: err }
-/** The response schema of one more error status a route answers (413, 412, 422…). */
+/** The response schema of one more error status a route answers (412, 422…). */
 export const errorResponse = err
 
 /** The response schema of a 304 to a conditional GET (see reply.sendCached's `versioned`). */
 export const notModifiedResponse = { type: 'null', description: 'not modified: If-None-Match names the current ETag' }
 
-/** An error that the error handler turns into `{statusCode, error, message}`. */
-export function httpError (statusCode, message) {
-  return Object.assign(new Error(message), { statusCode })
-}
+const ERROR_CONTRACT = 'Every 4xx and 5xx answer, whatever produces it (validation, the body parser, an ' +
+  'unknown path: 404, an undeclared method on a known path: 405 with Allow, 413, 414, 415, 431, 503), is ' +
+  '`application/json` `{statusCode, error, message}`; a 400 names the field (`body/3/hour is required`).'
+
+// Methods that may carry a body: Fastify parses one for them on every route (400, 413, 415).
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 // A client's x-request-id is kept (echoed, logged) only when it is short and plain: an id from a
 // tracing system or a load balancer. Anything else (too long, spaces, quotes, several ids joined by
@@ -57,6 +52,8 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
     requestIdHeader: false,
     genReqId: requestId,
     bodyLimit: 1024 * 1024,
+    frameworkErrors,
+    clientErrorHandler,
     // A client that trickles its headers or body (a byte every few seconds) is cut off: 408, connection
     // closed. Node checks these bounds once per connectionsCheckingInterval, so a request is cut at
     // most a second after its bound.
@@ -65,6 +62,8 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
     http: { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1000 }
   })
   app.setValidatorCompiler(validatorCompiler)
+  jsonBodies(app)
+  const allowed = methodsByPath(app)
   app.decorate('config', config)
   app.decorate('pg', pool)
   app.decorate('cache', cache)
@@ -92,7 +91,7 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
     if (versioned) {
       const etag = `"${version}"`
       this.header('etag', etag)
-      if (this.request.headers['if-none-match'] === etag) {
+      if (noneMatchHolds(this.request.headers['if-none-match'], etag)) {
         this.code(304).send()
         return true
       }
@@ -123,14 +122,24 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
     }
     const status = error.statusCode >= 400 && error.statusCode < 600 ? error.statusCode : 500
     if (status === 500) request.log.error({ err: error }, 'request failed')
-    return sendError(reply, status, status === 500 ? 'Internal Server Error' : error.message)
+    return sendError(reply, status, status === 500 ? 'Internal Server Error' : messageOf(error, request))
   })
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, 404, `Route ${request.method}:${request.url} not found`))
+  // A known path with another method: 405 and the methods it has (OPTIONS: just those, 204). Answered
+  // in onRequest, before Fastify reads a body (it would refuse a QUERY without Content-Type first).
+  const notFound = (request, reply) => {
+    const path = request.url.split('?')[0]
+    const allow = allowed(path)
+    if (!allow) return sendError(reply, 404, `Route ${request.method}:${path} not found`)
+    reply.header('allow', allow)
+    if (request.method === 'OPTIONS') return reply.code(204).send()
+    return sendError(reply, 405, `${request.method} is not allowed on ${path} (allowed: ${allow})`)
+  }
+  app.addHook('onRequest', async (request, reply) => { if (request.is404) return notFound(request, reply) })
+  app.setNotFoundHandler(notFound)
 
   await app.register(swagger, {
     openapi: {
-      info: { title: `${service.name} API`, version: service.version ?? '0.0.0', description: service.description },
+      info: { title: `${service.name} API`, version: service.version ?? '0.0.0', description: `${service.description}\n\n${ERROR_CONTRACT}` },
       tags: [{ name: 'ops', description: 'health and metrics' }]
     },
     refResolver: { buildLocalReference: (json, baseUri, fragment, i) => json.$id ?? `def-${i}` }
@@ -189,6 +198,7 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
       retryAfter: 1,
       message: 'service overloaded, retry shortly'
     })
+    scope.addHook('onRoute', declareKitErrors)
     await scope.register(service.routes)
   })
 
@@ -198,6 +208,46 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
   return app
 }
 
-function sendError (reply, statusCode, message) {
-  return reply.code(statusCode).send({ statusCode, error: STATUS_CODES[statusCode], message })
+// The error statuses the kit itself answers on a service route, declared in its response schemas
+// (so in the OpenAPI): 400 for bad input, 414 for an overlong path parameter, 413/415 for a body, 503
+// when shedding load or the database is down, 500.
+function declareKitErrors (route) {
+  const s = route.schema
+  if (!s || s.hide) return
+  s.response ??= {}
+  const declare = (status) => { s.response[status] ??= err }
+  const methods = [route.method].flat()
+  if (s.params || s.querystring || s.headers || s.body || methods.some((m) => BODY_METHODS.has(m))) declare(400)
+  if (s.params) declare(414)
+  if (methods.some((m) => BODY_METHODS.has(m))) { declare(413); declare(415) }
+  declare(500)
+  declare(503)
+}
+
+// The methods of every route by path pattern, gathered as routes are added; returns a lookup from a
+// request path to its `Allow` value, or null when no route has that path.
+function methodsByPath (app) {
+  const byUrl = new Map()
+  app.addHook('onRoute', (route) => {
+    const methods = byUrl.get(route.url) ?? byUrl.set(route.url, new Set()).get(route.url)
+    for (const m of [route.method].flat()) methods.add(m)
+  })
+  let patterns
+  return (path) => {
+    patterns ??= [...byUrl].map(([url, methods]) => [patternOf(url), methods])
+    const allow = new Set()
+    for (const [re, methods] of patterns) if (re.test(path)) for (const m of methods) allow.add(m)
+    if (!allow.size) return null
+    if (allow.has('GET')) allow.add('HEAD')
+    allow.add('OPTIONS')
+    return [...allow].sort().join(', ')
+  }
+}
+
+// '/restaurants/:id/menu' → /^\/restaurants\/[^/]+\/menu$/; '/docs/*' → anything below /docs/.
+function patternOf (url) {
+  const parts = url.split('/').map((seg) => seg.startsWith(':')
+    ? '[^/]+'
+    : seg === '*' ? '.*' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+  return new RegExp(`^${parts.join('/')}$`)
 }

@@ -25,7 +25,7 @@ export const baseSchema = {
     PG_POOL_MAX: { type: 'integer', minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per worker' },
     PG_POOL_MIN: { type: 'integer', minimum: 0, maximum: 1000, description: 'connections per worker opened at start and kept open (at most PG_POOL_MAX); default: PG_POOL_MAX, a fixed-size pool' },
     PG_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 0, default: 1000, description: 'server-side statement timeout: PostgreSQL cancels a longer statement (503); 0: none' },
-    PG_QUERY_TIMEOUT_MS: { type: 'integer', minimum: 0, default: 1500, description: 'client-side query timeout: a query PostgreSQL has not answered by then fails (503) and its connection is dropped, even when the server is frozen or cut off; keep it above PG_STATEMENT_TIMEOUT_MS; 0: none' },
+    PG_QUERY_TIMEOUT_MS: { type: 'integer', minimum: 0, default: 1500, description: 'client-side: the longest a query waits for PostgreSQL in all, its wait for a connection included; past it the query fails (503) and its connection is dropped — the bound when the server is frozen or cut off and its own timeout never fires; keep it above PG_STATEMENT_TIMEOUT_MS and PG_CONNECT_TIMEOUT_MS; 0: none' },
     PG_PREPARED_STATEMENTS: { type: 'boolean', default: true, description: 'prepare each query once per connection; turn off behind a pooler that shares sessions (PgBouncer transaction mode)' },
     PG_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 0, default: 1000, description: 'the longest a query waits for a pool connection, a new connection\'s connect included (503 after)' },
     REDIS_URL: { type: 'string', pattern: '^rediss?://', description: 'Redis URL; unset: an in-process cache per worker' },

@@ -15,9 +15,24 @@ export function connectionOptions (url, password) {
   return options
 }
 
+/**
+ * A pg Pool whose `query` (promise form) bounds the whole wait of a query by its `query_timeout`: the
+ * wait for a free connection, a new connection's connect, and the answer, together. pg alone would let
+ * a query that waited PG_CONNECT_TIMEOUT_MS for a connection then wait PG_QUERY_TIMEOUT_MS more.
+ */
+class TimedPool extends pg.Pool {
+  async query (config, values, callback) {
+    const timeout = this.options.query_timeout
+    if (!timeout || typeof values === 'function' || typeof callback === 'function' || typeof config === 'function') return super.query(config, values, callback)
+    const started = performance.now()
+    const query = typeof config === 'string' ? { text: config, values } : { ...config, ...(values !== undefined && { values }) }
+    return withClient(this, (client) => client.query({ ...query, query_timeout: Math.max(1, timeout - (performance.now() - started)) }))
+  }
+}
+
 /** @returns {pg.Pool} */
 export function createPool (config, log, applicationName) {
-  const pool = new pg.Pool({
+  const pool = new TimedPool({
     ...connectionOptions(config.DATABASE_URL, config.DATABASE_PASSWORD),
     max: config.PG_POOL_MAX,
     // Connections above `min` close after 30 s idle. A new one costs a request its connect and the
@@ -27,6 +42,8 @@ export function createPool (config, log, applicationName) {
     // Two bounds on a query: the server's (the statement is cancelled, the connection stays usable)
     // and the client's, for a server that answers nothing at all (frozen, cut off by the network):
     // without it a query waits forever. A query timed out on the client side costs its connection.
+    // pool.query counts the wait for a connection in it too (TimedPool); each statement on a
+    // connection of withClient has it whole.
     statement_timeout: config.PG_STATEMENT_TIMEOUT_MS || undefined,
     query_timeout: config.PG_QUERY_TIMEOUT_MS || undefined,
     idleTimeoutMillis: 30_000,

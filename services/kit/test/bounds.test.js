@@ -1,6 +1,6 @@
 // The kit's bounds on what a client or the process can make it hold: HTTP header and body timeouts
-// on real sockets, request ids, memory-based load shedding, readiness without queries, and the
-// event-loop histogram that every scraper sees whole.
+// on real sockets, request ids, memory-based load shedding, readiness without queries, a query's
+// whole wait, and the event-loop histogram that every scraper sees whole.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
@@ -125,6 +125,23 @@ test('/readyz answers from memory: ready while the pool is busy or PostgreSQL is
     assert.equal((await get(strict.url, '/healthz')).status, 200, 'liveness never depends on PostgreSQL')
   } finally {
     await Promise.all([down.stop(), strict.stop()])
+  }
+})
+
+test('PG_QUERY_TIMEOUT_MS bounds a query\'s whole wait, its wait for a connection included', async () => {
+  const svc = await start({ PG_POOL_MAX: '1', PG_CONNECT_TIMEOUT_MS: '1400', PG_QUERY_TIMEOUT_MS: '1500', PG_STATEMENT_TIMEOUT_MS: '5000' })
+  try {
+    const holding = get(svc.url, '/pg-sleep?ms=1200') // the pool's only connection, 1.2 s
+    await sleep(100)
+    const t0 = performance.now()
+    const queued = await get(svc.url, '/pg-sleep?ms=800') // ~1.1 s for the connection, then 0.8 s more: past 1.5 s
+    const ms = performance.now() - t0
+    assert.equal(queued.status, 503, JSON.stringify(queued.body))
+    assert.ok(ms < 1900, `answered after ${Math.round(ms)} ms, not after the connection's wait plus a whole query timeout`)
+    assert.equal((await holding).status, 200)
+    assert.equal((await get(svc.url, '/pg-sleep?ms=800')).status, 200, 'the same query alone fits')
+  } finally {
+    await svc.stop()
   }
 })
 

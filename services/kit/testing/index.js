@@ -13,6 +13,8 @@ import pg from 'pg'
 import Ajv from 'ajv'
 import addFormats from 'ajv-formats'
 import { errorSchema } from '../src/app.js'
+import { withUnicodeFormat } from '../src/validation.js'
+export { checkErrorContract, assertError, raw } from './contract.js'
 
 export async function freePort () {
   return new Promise((resolve, reject) => {
@@ -193,17 +195,19 @@ export async function startPostgres ({ settings = {} } = {}) {
 }
 
 /**
- * Starts redis-server on a free loopback port with persistence off.
+ * Starts redis-server on a free loopback port with persistence off (`password`: AUTH required).
  * Returns { url, port, kill(), start(), pause(), resume(), stop() }: kill() is SIGKILL (a crash), start()
  * brings it back on the same port; pause() stops the process without closing connections (a stalled
  * server or a network partition: requests hang), resume() lets it go on with its data.
  */
-export async function startRedis () {
+export async function startRedis ({ password } = {}) {
   const bin = findBinary('redis-server', 'redis-server (apt-get install redis-server)')
   const port = await freePort()
   let child
   const start = async () => {
-    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    // The password goes in on stdin ("-": read the configuration there), not on a command line.
+    child = spawn(bin, ['-', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    child.stdin.end(password === undefined ? '' : `requirepass "${password}"\n`)
     const output = collect(child)
     await waitFor(() => {
       if (child.exitCode !== null) throw new Error(`redis-server exited: ${output()}`)
@@ -344,7 +348,7 @@ export async function keepAliveLoad ({ url, paths, clients = 16, until }) {
   return result
 }
 
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false }))
+const ajv = withUnicodeFormat(addFormats(new Ajv({ allErrors: true, strict: false })))
 ajv.addSchema(errorSchema)
 
 /**

@@ -1,10 +1,19 @@
-import { queryDocument, httpError } from '@suite/kit'
+import { queryDocument, prepared, httpError, preconditions } from '@suite/kit'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
 
 // Every cache key starts with this; a data load deletes them all.
 export const CACHE_PREFIX = 'menu:'
 const key = (id) => `${CACHE_PREFIX}menu:${id}`
+
+// Both or neither of dishes and link, named before schema validation (its min/maxProperties would
+// only say "must NOT have more than 1 properties").
+async function eitherDishesOrLink (request) {
+  const body = request.body
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return
+  if (Object.hasOwn(body, 'dishes') && Object.hasOwn(body, 'link')) throw httpError(400, 'body/link must not be given with dishes')
+  if (Object.keys(body).length === 0) throw httpError(400, 'body must have either dishes or link')
+}
 
 /** Menus: GET is one query, then cached text; PUT replaces the menu and invalidates the cache. */
 export default async function routes (app) {
@@ -24,12 +33,18 @@ export default async function routes (app) {
   // The original client's path.
   app.get('/menu/:id', { schema: schemas.getMenu }, getMenu)
 
-  app.put('/restaurants/:id/menu', { schema: schemas.putMenu }, async (request, reply) => {
+  app.put('/restaurants/:id/menu', { schema: schemas.putMenu, preValidation: eitherDishesOrLink }, async (request, reply) => {
+    const { id } = request.params
     const { dishes, link } = request.body
-    if ((dishes === undefined) === (link === undefined)) {
-      throw httpError(400, dishes === undefined ? 'body must have either dishes or link' : 'body/link must not be given with dishes')
+    const { ifMatch, ifNoneMatch } = preconditions(request.headers)
+    const values = [id, dishes ? JSON.stringify(dishes) : null, link ?? null]
+    const noneMatch = ifNoneMatch === '*' ? null : ifNoneMatch ?? []
+    const { rows: [row] } = await pg.query(ifMatch === undefined
+      ? prepared(pg, sql.putMenu, [...values, noneMatch])
+      : prepared(pg, sql.replaceMenu, [...values, ifMatch === '*' ? null : ifMatch, noneMatch]))
+    if (row.json === null) {
+      throw httpError(412, `If-Match / If-None-Match do not hold for the menu of restaurant ${id} (${row.current === null ? 'it has none' : `ETag "${row.current}"`})`)
     }
-    const { rows: [row] } = await pg.query({ ...sql.putMenu, values: [request.params.id, dishes ? JSON.stringify(dishes) : null, link ?? null] })
     // Committed: invalidate before answering, so no reader anywhere gets the old menu afterwards.
     await app.cache.invalidate(key(row.json.id), row.json.version)
     reply.code(row.created ? 201 : 200).header('etag', `"${row.json.version}"`)

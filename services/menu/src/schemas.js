@@ -1,13 +1,7 @@
 // JSON schemas of the menu routes: request validation, OpenAPI, and the response shapes tests check.
-import { errorResponses, notModifiedResponse } from '@suite/kit'
+import { errorResponses, errorResponse, notModifiedResponse, text, httpUrl, id, ifMatchHeader, ifNoneMatchHeader } from '@suite/kit'
 
-const INT4_MAX = 2147483647
-
-export const params = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'integer', minimum: 1, maximum: INT4_MAX, description: 'restaurant id' } }
-}
+export const params = { type: 'object', required: ['id'], properties: { id: id('restaurant id') } }
 
 // A dish as the original client reads it. Price is a JSON number (dollars), ingredients one string.
 export const dish = {
@@ -15,15 +9,15 @@ export const dish = {
   additionalProperties: false,
   required: ['dishType', 'subType', 'dish', 'price', 'ingredients'],
   properties: {
-    dishType: { type: 'string', minLength: 1, maxLength: 100 },
-    subType: { type: 'string', minLength: 1, maxLength: 100 },
-    dish: { type: 'string', minLength: 1, maxLength: 200 },
+    dishType: text({ minLength: 1, maxLength: 100 }),
+    subType: text({ minLength: 1, maxLength: 100 }),
+    dish: text({ minLength: 1, maxLength: 200 }),
     price: { type: 'number', minimum: 0, maximum: 1000000 },
-    ingredients: { type: 'string', maxLength: 2000 }
+    ingredients: text({ maxLength: 2000 })
   }
 }
 
-const link = { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 }
+const link = httpUrl(2048, { description: 'the restaurant\'s own menu: an absolute http(s) URL' })
 
 // `version` is not listed: fast-json-stringify leaves it out of the answer (it is for the cache).
 export const menuDoc = {
@@ -41,22 +35,28 @@ export const getMenu = {
   summary: 'A restaurant\'s menu: its dishes, or a link (then dishes is []); ETag, If-None-Match → 304',
   tags: ['menus'],
   params,
+  headers: { type: 'object', properties: { 'if-none-match': ifNoneMatchHeader } },
   response: { 200: menuDoc, 304: notModifiedResponse, ...errorResponses }
 }
 
-// Either a non-empty dishes array or a link, not both (oneOf would give vague errors, so the
-// route checks "both/neither" itself and names the field).
+// Either a non-empty dishes array or a link, not both: exactly one property. The route says which
+// rule was broken, naming the field, before ajv's vaguer `must NOT have more than 1 properties`.
 export const putMenu = {
   summary: 'Replace a restaurant\'s menu (201 when it had none)',
+  description: 'If-Match: replace only the menu whose ETag is listed (`*`: only an existing menu), never create one; ' +
+    'If-None-Match: `*` creates only, a list refuses those versions. A precondition that does not hold is a 412 and changes nothing.',
   tags: ['menus'],
   params,
+  headers: { type: 'object', properties: { 'if-match': ifMatchHeader, 'if-none-match': ifNoneMatchHeader } },
   body: {
     type: 'object',
     additionalProperties: false,
+    minProperties: 1,
+    maxProperties: 1,
     properties: {
       dishes: { type: 'array', minItems: 1, maxItems: 500, items: dish },
       link
     }
   },
-  response: { 200: menuDoc, 201: menuDoc, ...errorResponses }
+  response: { 200: menuDoc, 201: menuDoc, 412: errorResponse, ...errorResponses }
 }

@@ -1,15 +1,14 @@
 // JSON schemas of the product routes: request validation, OpenAPI, and the response shapes the
 // tests check every answer against.
-import { errorResponses } from '@suite/kit'
+import { errorResponses, id, INT4_MAX } from '@suite/kit'
 
-const INT4_MAX = 2147483647
 const price = { type: 'string', pattern: '^-?\\d+\\.\\d{2}$', examples: ['140.00'] }
 const nullable = (schema) => ({ anyOf: [schema, { type: 'null' }] })
 
 const productId = {
   type: 'object',
   required: ['product_id'],
-  properties: { product_id: { type: 'integer', minimum: 1, maximum: INT4_MAX, description: 'product id' } }
+  properties: { product_id: id('product id') }
 }
 
 const listItem = {

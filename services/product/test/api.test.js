@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import pg from 'pg'
-import { conforms } from '@suite/kit/testing'
+import { conforms, checkErrorContract } from '@suite/kit/testing'
 import { redisUrl } from '@suite/kit/testing/env'
 import * as schemas from '../src/schemas.js'
 import { catalogueDatabase, startProduct, get, metric, PRODUCT_COUNT, TRICKY_NAME } from './fixtures.js'
@@ -142,7 +142,16 @@ test('bad input is a 400 naming the field, never a 5xx', async () => {
     '/products?page=0': 'querystring/page',
     '/products?page=-1': 'querystring/page',
     '/products?page=1e99': 'querystring/page',
-    '/products?after=-1': 'querystring/after'
+    '/products?after=-1': 'querystring/after',
+    // Only plain decimal digits name a product: not hex, exponents, signs, leading zeros or spaces.
+    '/products/0x1': 'params/product_id',
+    '/products/1e0/styles': 'params/product_id',
+    '/products/%2B1': 'params/product_id',
+    '/products/01/related': 'params/product_id',
+    '/products/%201': 'params/product_id',
+    '/products?count=0x5': 'querystring/count',
+    '/products?page=02': 'querystring/page',
+    '/products?after=1e2': 'querystring/after'
   }
   for (const [path, field] of Object.entries(cases)) {
     const res = await get(service.url, path)
@@ -155,8 +164,10 @@ test('bad input is a 400 naming the field, never a 5xx', async () => {
     assert.equal(res.status, 404, path)
     assert.equal(res.body.error, 'Not Found')
   }
+  // A known path with a method it does not have: 405 naming the ones it has.
   const post = await fetch(service.url + '/products', { method: 'POST' })
-  assert.equal(post.status, 404)
+  assert.equal(post.status, 405)
+  assert.equal(post.headers.get('allow'), 'GET, HEAD, OPTIONS')
 })
 
 test('a page past the end is an empty array', async () => {
@@ -190,6 +201,10 @@ test('a stampede on one cold key makes one database load', async () => {
   assert.ok(results.every((r) => r.status === 200))
   const now = await scrape()
   assert.equal(metric(now, 'cache_loads_total', { keyspace: 'product:related' }) - metric(before, 'cache_loads_total', { keyspace: 'product:related' }), 1)
+})
+
+test('every route answers bad requests with the one error body, a status its OpenAPI declares', async () => {
+  assert.ok(await checkErrorContract(service.url) > 50)
 })
 
 test('the OpenAPI document describes every route', async () => {

@@ -1,4 +1,4 @@
-import { prepared, httpError } from '@suite/kit'
+import { prepared, httpError, preconditions } from '@suite/kit'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
 
@@ -6,13 +6,13 @@ import * as schemas from './schemas.js'
 export const CACHE_PREFIX = 'profile:'
 const keys = (id) => [`${CACHE_PREFIX}restaurant:${id}`, `${CACHE_PREFIX}compat:${id}`]
 
-// If-Match: absent or * → null (no check); "12" / W/"12" → 12; anything else can never match → -1.
-function expected (request) {
-  const h = request.headers['if-match']
-  if (h === undefined || h.trim() === '*') return null
-  const m = /^\s*(?:W\/)?"(\d{1,10})"\s*$/.exec(h)
-  return m && +m[1] <= 2147483647 ? +m[1] : -1
+// The preconditions as sql.js takes them: [If-Match versions or null, If-None-Match versions or null for *].
+function conditions (request) {
+  const { ifMatch, ifNoneMatch } = preconditions(request.headers)
+  return [Array.isArray(ifMatch) ? ifMatch : null, ifNoneMatch === '*' ? null : ifNoneMatch ?? []]
 }
+const failed = (id, current) =>
+  httpError(412, `If-Match / If-None-Match do not hold for the current version of restaurant ${id} (ETag "${current}")`)
 
 const compatOf = (d) => [{ id: d.id, name: d.name, address: d.address, number: d.phone, picture: d.picture, stars: d.stars, quality: d.quality, delivery: d.delivery, accuracy: d.accuracy }]
 
@@ -52,10 +52,10 @@ export default async function routes (app) {
 
   const write = async (request, reply) => {
     const { id } = request.params
-    const row = await query(sql.update, [JSON.stringify(request.body), id, expected(request)])
+    const row = await query(sql.update, [JSON.stringify(request.body), id, ...conditions(request)])
     if (row.version === null) {
       if (row.current === null) throw httpError(404, `restaurant ${id} not found`)
-      throw httpError(412, `If-Match does not match the current version of restaurant ${id} (ETag "${row.current}")`)
+      throw failed(id, row.current)
     }
     await invalidate(id, row.version)
     reply.header('etag', `"${row.version}"`)
@@ -66,10 +66,10 @@ export default async function routes (app) {
 
   app.delete('/restaurants/:id', { schema: schemas.remove }, async (request, reply) => {
     const { id } = request.params
-    const row = await query(sql.remove, [id, expected(request)])
+    const row = await query(sql.remove, [id, ...conditions(request)])
     if (row.version === null) {
       if (row.current === null) throw httpError(404, `restaurant ${id} not found`)
-      throw httpError(412, `If-Match does not match the current version of restaurant ${id} (ETag "${row.current}")`)
+      throw failed(id, row.current)
     }
     // Ids are never reused, so version + 1 outranks every cached copy of the deleted row.
     await invalidate(id, row.version + 1)

@@ -1,14 +1,14 @@
 // JSON Schemas of the profile routes: they validate input (400 naming the field) and decide what
 // is serialized — `version` is never in a body, it travels as the ETag.
-import { errorResponses, errorResponse, notModifiedResponse } from '@suite/kit'
+import { errorResponses, errorResponse, notModifiedResponse, text, httpUrl, id, ifMatchHeader, ifNoneMatchHeader } from '@suite/kit'
 
 // price_range is an integer 1–4, the number of "$" signs ("$" … "$$$$").
 const fields = {
-  name: { type: 'string', minLength: 1, maxLength: 200 },
-  address: { type: 'string', maxLength: 500 },
-  phone: { type: 'string', maxLength: 50 },
-  picture: { type: 'string', format: 'uri', maxLength: 2000 },
-  cuisine: { type: 'string', maxLength: 100 },
+  name: text({ minLength: 1, maxLength: 200 }),
+  address: text({ maxLength: 500 }),
+  phone: text({ maxLength: 50 }),
+  picture: httpUrl(2000, { description: 'an absolute http(s) URL' }),
+  cuisine: text({ maxLength: 100 }),
   price_range: { type: 'integer', minimum: 1, maximum: 4, description: 'number of "$": 1 = "$" … 4 = "$$$$"' },
   stars: { type: 'number', minimum: 0, maximum: 5, description: 'stored to one decimal' },
   quality: { type: 'integer', minimum: 0, maximum: 100 },
@@ -47,15 +47,11 @@ export const compatItem = {
   }
 }
 
-const params = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'integer', minimum: 1, maximum: 2147483647 } }
-}
-const ifMatch = {
-  type: 'object',
-  properties: { 'if-match': { type: 'string', description: 'the ETag of the version this write replaces; 412 when it is not current' } }
-}
+const params = { type: 'object', required: ['id'], properties: { id: id('restaurant id') } }
+// RFC 9110 preconditions: If-Match on writes (412 unless the current ETag is listed), If-None-Match
+// on reads (304) and on writes (`*`: 412 when it exists).
+const conditions = { type: 'object', properties: { 'if-match': ifMatchHeader, 'if-none-match': ifNoneMatchHeader } }
+const ifNoneMatch = { type: 'object', properties: { 'if-none-match': ifNoneMatchHeader } }
 const full = { type: 'object', required: names, additionalProperties: false, properties: fields }
 const partial = { type: 'object', minProperties: 1, additionalProperties: false, properties: fields }
 const tags = ['restaurants']
@@ -65,22 +61,34 @@ export const create = {
   response: { 201: restaurant, ...errorResponses }
 }
 export const read = {
-  tags, summary: 'a restaurant profile (ETag; If-None-Match → 304)', params,
+  tags, summary: 'a restaurant profile (ETag; If-None-Match → 304)', params, headers: ifNoneMatch,
   response: { 200: restaurant, 304: notModifiedResponse, ...errorResponses }
 }
 export const replace = {
-  tags, summary: 'replace a restaurant (every field)', params, headers: ifMatch, body: full,
+  tags, summary: 'replace a restaurant (every field)', params, headers: conditions, body: full,
   response: { 200: restaurant, 412: errorResponse, ...errorResponses }
 }
 export const patch = {
-  tags, summary: 'change some fields of a restaurant (at least one)', params, headers: ifMatch, body: partial,
+  tags, summary: 'change some fields of a restaurant (at least one)', params, headers: conditions, body: partial,
   response: { 200: restaurant, 412: errorResponse, ...errorResponses }
 }
 export const remove = {
-  tags, summary: 'delete a restaurant (204)', params, headers: ifMatch,
+  tags, summary: 'delete a restaurant (204)', params, headers: conditions,
   response: { 204: { type: 'null' }, 412: errorResponse, ...errorResponses }
 }
+// The original client's route answers 200 [] for an unknown id, deleted or never created (its client
+// reads data[0]): it has no 404.
 export const compat = {
-  tags, summary: 'the original client\'s profile: [profile], or [] when unknown', params,
-  response: { 200: { type: 'array', maxItems: 1, items: compatItem }, 304: notModifiedResponse, ...errorResponses }
+  tags,
+  summary: 'the original client\'s profile: [profile], or [] when unknown',
+  description: 'Kept for the original client: an id without a restaurant (never created, or deleted) is `200 []`, not a 404.',
+  params,
+  headers: ifNoneMatch,
+  response: {
+    200: { type: 'array', maxItems: 1, items: compatItem, description: '[the profile], or [] when no restaurant has this id (never created, or deleted)' },
+    304: notModifiedResponse,
+    400: errorResponse,
+    500: errorResponse,
+    503: errorResponse
+  }
 }

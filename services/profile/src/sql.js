@@ -26,22 +26,28 @@ export const create = {
     RETURNING r.version, ${DOC('r')} AS doc`
 }
 
-// $2 id, $3 the If-Match version or null. `current` is the version before this statement (null: no row).
+// The preconditions of a write (kit: preconditions): $m the versions If-Match lists (NULL: no
+// If-Match, or `*` — the row must exist, which WHERE id does), $n those If-None-Match lists ('{}': none;
+// NULL: `*`, i.e. fail whenever the row exists). ANY(NULL) is NULL, so coalesce(…, true) makes `*` match.
+const PRECONDITIONS = (m, n) => `($${m}::int[] IS NULL OR version = ANY($${m}::int[])) AND NOT coalesce(version = ANY($${n}::int[]), true)`
+
+// $2 id, $3 and $4 the preconditions. `current` is the version before this statement (null: no row).
 export const update = {
   name: 'restaurant_update',
   text: `WITH u AS (
       UPDATE restaurants AS r SET
         ${COLUMNS.map((c) => `${c} = CASE WHEN $1::jsonb ? '${c}' THEN ${value(c)} ELSE r.${c} END`).join(',\n        ')},
         version = r.version + 1, updated_at = now()
-      WHERE r.id = $2 AND ($3::int IS NULL OR r.version = $3)
+      WHERE r.id = $2 AND ${PRECONDITIONS(3, 4)}
       RETURNING r.version, ${DOC('r')} AS doc)
     SELECT u.version, u.doc, (SELECT version FROM restaurants WHERE id = $2) AS current
     FROM (SELECT 1) one LEFT JOIN u ON true`
 }
 
+// $1 id, $2 and $3 the preconditions.
 export const remove = {
   name: 'restaurant_delete',
-  text: `WITH d AS (DELETE FROM restaurants WHERE id = $1 AND ($2::int IS NULL OR version = $2) RETURNING version)
+  text: `WITH d AS (DELETE FROM restaurants WHERE id = $1 AND ${PRECONDITIONS(2, 3)} RETURNING version)
     SELECT d.version, (SELECT version FROM restaurants WHERE id = $1) AS current
     FROM (SELECT 1) one LEFT JOIN d ON true`
 }

@@ -1,7 +1,7 @@
 // Black-box HTTP tests of the profile API against a real PostgreSQL and Redis.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { conforms } from '@suite/kit/testing'
+import { conforms, checkErrorContract } from '@suite/kit/testing'
 import { redisUrl } from '@suite/kit/testing/env'
 import * as schemas from '../src/schemas.js'
 import { profileDatabase, startProfile, send, body, TRICKY_NAME } from './fixtures.js'
@@ -80,7 +80,7 @@ test('bad input is a 400 naming the field, never a 5xx', async () => {
     name: [5, '', null],
     address: [1, null],
     phone: [true],
-    picture: ['not a url', 3],
+    picture: ['not a url', 3, 'javascript:alert(1)', 'data:text/html,<b>x</b>', 'file:///etc/passwd', 'ftp://x.example/a.jpg', '//x.example/a.jpg'],
     cuisine: [{}],
     price_range: [0, 5, 2.5, '$$'],
     stars: [-0.1, 5.1, 'four'],
@@ -121,25 +121,69 @@ test('bad input is a 400 naming the field, never a 5xx', async () => {
   assert.equal(notJson.status, 400)
 })
 
-test('If-Match: 412 on a mismatch, success with the current ETag, * and no header go through', async () => {
+test('NUL and unpaired surrogates in any text field are a 400 naming it, never a 500', async () => {
   const { body: { id } } = await send(service.url, 'POST', '/restaurants', body())
-  for (const stale of ['"2"', '"abc"', 'W/"7"', 'nonsense']) {
+  for (const field of ['name', 'address', 'phone', 'cuisine']) {
+    for (const bad of ['nul\u0000byte', 'high\ud800', 'low\udc00 alone', '\udfff\ud800']) {
+      for (const [method, path, payload] of [['POST', '/restaurants', body({ [field]: bad })], ['PUT', `/restaurants/${id}`, body({ [field]: bad })], ['PATCH', `/restaurants/${id}`, { [field]: bad }]]) {
+        const res = await send(service.url, method, path, payload)
+        assert.equal(res.status, 400, `${method} ${field}=${JSON.stringify(bad)}: ${JSON.stringify(res.body)}`)
+        assert.match(res.body.message, new RegExp(`^body/${field} must not contain NUL`))
+      }
+    }
+  }
+  // A pair is one character (🍜), not an unpaired surrogate.
+  assert.equal((await send(service.url, 'PATCH', `/restaurants/${id}`, { name: '\ud83c\udf5c' })).status, 200)
+})
+
+test('only plain decimal digits name a restaurant: 0x7d0, 1e1, +10, 010, " 10" are a 400 and touch nothing', async () => {
+  const before = await send(service.url, 'GET', '/restaurants/10')
+  assert.equal(before.status, 200)
+  for (const bad of ['0xa', '1e1', '%2B10', '010', '%2010', '10%20', '10.0']) {
+    for (const [method, path] of [['DELETE', `/restaurants/${bad}`], ['PATCH', `/restaurants/${bad}`], ['GET', `/restaurants/${bad}`], ['GET', `/restaurants/${bad}/profile`]]) {
+      const res = await send(service.url, method, path, method === 'PATCH' ? { name: 'renamed' } : undefined)
+      assert.equal(res.status, 400, `${method} ${path}`)
+      assert.match(res.body.message, /^params\/id must be integer/, `${method} ${path}`)
+    }
+  }
+  assert.deepEqual((await send(service.url, 'GET', '/restaurants/10')).body, before.body, 'restaurant 10 is untouched')
+})
+
+test('If-Match (RFC 9110): 412 unless the current ETag is listed, compared strongly; * and no header go through', async () => {
+  const { body: { id } } = await send(service.url, 'POST', '/restaurants', body())
+  // W/"1" names the current version, but If-Match compares strongly: a weak tag never matches.
+  for (const stale of ['"2"', '"abc"', 'W/"1"', '"2", "3"', 'W/"1", "0"']) {
     const res = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': stale })
     assert.equal(res.status, 412, stale)
     assert.match(res.body.message, /If-Match/)
+  }
+  // Not a list of entity-tags: it names no ETag, so it matches none.
+  for (const malformed of ['nonsense', '1', '"1', '"1",', 'W/1']) {
+    assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': malformed })).status, 412, malformed)
   }
   assert.equal((await call(schemas.replace, 'PUT', `/restaurants/${id}`, body(), { 'if-match': '"5"' })).status, 412)
   assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': '"5"' })).status, 412)
   const ok = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v2' }, { 'if-match': '"1"' })
   assert.equal(ok.status, 200)
   assert.equal(ok.headers.get('etag'), '"2"')
-  const weak = await call(schemas.replace, 'PUT', `/restaurants/${id}`, body({ name: 'v3' }), { 'if-match': 'W/"2"' })
-  assert.equal(weak.headers.get('etag'), '"3"')
+  // A list matches when any of its tags does.
+  const listed = await call(schemas.replace, 'PUT', `/restaurants/${id}`, body({ name: 'v3' }), { 'if-match': 'W/"2", "7", "2"' })
+  assert.equal(listed.headers.get('etag'), '"3"')
   assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v4' }, { 'if-match': '*' })).status, 200)
   assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v5' })).headers.get('etag'), '"5"')
+  // If-None-Match on a write: `*` or the current ETag (weakly) refuses it; another version lets it through.
+  for (const current of ['*', '"5"', 'W/"5"', '"1", W/"5"']) {
+    const res = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-none-match': current })
+    assert.equal(res.status, 412, `If-None-Match: ${current}`)
+  }
+  assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v6' }, { 'if-none-match': '"4"' })).headers.get('etag'), '"6"')
   const get = await send(service.url, 'GET', `/restaurants/${id}`)
-  assert.equal(get.headers.get('etag'), '"5"')
-  assert.equal((await send(service.url, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': get.headers.get('etag') })).status, 204)
+  assert.equal(get.headers.get('etag'), '"6"')
+  assert.equal(get.body.name, 'v6')
+  // An unknown id is a 404 whatever the preconditions (RFC 9110 §13.2.1: they apply to a 2xx only).
+  assert.equal((await call(schemas.patch, 'PATCH', '/restaurants/2147483000', { name: 'x' }, { 'if-match': '*' })).status, 404)
+  assert.equal((await call(schemas.remove, 'DELETE', '/restaurants/2147483000', undefined, { 'if-none-match': '*' })).status, 404)
+  assert.equal((await send(service.url, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': `"9", ${get.headers.get('etag')}` })).status, 204)
 })
 
 test('If-None-Match: 304 while the ETag is current (cached or not), the new document after a write', async () => {
@@ -151,6 +195,12 @@ test('If-None-Match: 304 while the ETag is current (cached or not), the new docu
     assert.equal(first.headers.get('etag'), '"1"')
     assert.equal((await send(service.url, 'GET', path, undefined, { 'if-none-match': '"1"' })).status, 304, path) // a hit
     assert.equal((await call(schema, 'GET', path, undefined, { 'if-none-match': '"0"' })).status, 200, path)
+    // Lists, weak tags (If-None-Match compares weakly) and * (it exists).
+    for (const matching of ['W/"1"', '"7", "1"', '"7",W/"1"', '*', ' "1" ']) {
+      assert.equal((await send(service.url, 'GET', path, undefined, { 'if-none-match': matching })).status, 304, `${path} ${matching}`)
+    }
+    assert.equal((await call(schema, 'GET', path, undefined, { 'if-none-match': '"7", W/"8"' })).status, 200, path)
+    assert.equal((await call(schema, 'GET', path, undefined, { 'if-none-match': '1' })).status, 200, `${path}: not an entity-tag, matches none`)
   }
   await send(service.url, 'PATCH', `/restaurants/${id}`, { name: 'changed' })
   const after = await call(schemas.read, 'GET', `/restaurants/${id}`, undefined, { 'if-none-match': '"1"' })
@@ -187,6 +237,10 @@ test('names with apostrophes, quotes and unicode round-trip unchanged', async ()
   const patched = await send(service.url, 'PATCH', `/restaurants/${id}`, { name: `${TRICKY_NAME}²` })
   assert.equal(patched.body.name, `${TRICKY_NAME}²`)
   assert.equal((await send(service.url, 'GET', `/restaurants/${id}`)).body.name, `${TRICKY_NAME}²`)
+})
+
+test('every route answers bad requests with the one error body, a status its OpenAPI declares', async () => {
+  assert.ok(await checkErrorContract(service.url) > 50)
 })
 
 test('the OpenAPI document lists every route; health and metrics come from the kit', async () => {
