@@ -17,16 +17,14 @@ export function connectionOptions (url, password) {
 
 /**
  * A pg Pool whose `query` (promise form) bounds the whole wait of a query by its `query_timeout`: the
- * wait for a free connection, a new connection's connect, and the answer, together. pg alone would let
- * a query that waited PG_CONNECT_TIMEOUT_MS for a connection then wait PG_QUERY_TIMEOUT_MS more.
+ * wait for a free connection, a new connection's connect, and the answer, together (withClient). pg
+ * alone would let a query that waited PG_CONNECT_TIMEOUT_MS for a connection then wait
+ * PG_QUERY_TIMEOUT_MS more.
  */
 class TimedPool extends pg.Pool {
-  async query (config, values, callback) {
-    const timeout = this.options.query_timeout
-    if (!timeout || typeof values === 'function' || typeof callback === 'function' || typeof config === 'function') return super.query(config, values, callback)
-    const started = performance.now()
-    const query = typeof config === 'string' ? { text: config, values } : { ...config, ...(values !== undefined && { values }) }
-    return withClient(this, (client) => client.query({ ...query, query_timeout: Math.max(1, timeout - (performance.now() - started)) }))
+  query (config, values, callback) {
+    if ([config, values, callback].some((a) => typeof a === 'function')) return super.query(config, values, callback)
+    return withClient(this, (conn) => conn.query(config, values))
   }
 }
 
@@ -42,8 +40,7 @@ export function createPool (config, log, applicationName) {
     // Two bounds on a query: the server's (the statement is cancelled, the connection stays usable)
     // and the client's, for a server that answers nothing at all (frozen, cut off by the network):
     // without it a query waits forever. A query timed out on the client side costs its connection.
-    // pool.query counts the wait for a connection in it too (TimedPool); each statement on a
-    // connection of withClient has it whole.
+    // It counts the wait for a connection too, and bounds a whole transaction (withClient).
     statement_timeout: config.PG_STATEMENT_TIMEOUT_MS || undefined,
     query_timeout: config.PG_QUERY_TIMEOUT_MS || undefined,
     idleTimeoutMillis: 30_000,
@@ -109,21 +106,33 @@ export function connectionLost (err) {
 }
 
 /**
- * Runs `fn(client)` on one connection of the pool (several statements: a transaction). A connection
+ * Runs `fn(conn)` on one connection of the pool: `conn.query` takes pg's arguments, for several
+ * statements on one connection (a transaction). All of it — the wait for the connection and every
+ * statement — has the pool's query_timeout (PG_QUERY_TIMEOUT_MS) in all, on the client's clock: a frozen
+ * or cut-off server fails it within that bound, however many statements were to come. A connection
  * that dies while lent out emits 'error' on its client, which would end the worker thread without a
- * listener: here it only fails the statement in progress, and a lost connection is dropped instead
- * of going back to the pool.
+ * listener: here it only fails the statement in progress; a connection lost, or left with a statement
+ * timed out on the client side, is dropped instead of going back to the pool.
  */
 export async function withClient (pool, fn) {
+  const timeout = pool.options.query_timeout
+  const deadline = timeout ? performance.now() + timeout : Infinity
   const client = await pool.connect()
   let lost
-  const onError = (err) => { lost = err }
+  const onError = (err) => { lost ??= err }
   client.on('error', onError)
+  const conn = {
+    query (config, values) {
+      const query = typeof config === 'string' ? { text: config, values } : { ...config, ...(values !== undefined && { values }) }
+      if (deadline !== Infinity) query.query_timeout = Math.max(1, Math.round(deadline - performance.now()))
+      return client.query(query).catch((err) => {
+        if (connectionLost(err)) lost ??= err
+        throw err
+      })
+    }
+  }
   try {
-    return await fn(client)
-  } catch (err) {
-    if (connectionLost(err)) lost ??= err
-    throw err
+    return await fn(conn)
   } finally {
     client.off('error', onError)
     client.release(lost)
