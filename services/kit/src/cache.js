@@ -167,9 +167,9 @@ function redisStore (config, log) {
 
   // The circuit breaker. closed: every call goes to Redis. open: none does (BYPASSED at once), and a
   // PING every CACHE_BREAKER_OPEN_MS checks whether Redis answers again. Then, for SETTLE_MS, reads
-  // still bypass it while stores go through: every replica's writer needs that long (its own PING, or
-  // its replay timer) to write the invalidations Redis missed meanwhile, and a read before that could
-  // find a document older than a write acknowledged during the outage.
+  // still bypass it while invalidations go through: every replica's writer needs that long (its own
+  // PING, or its replay timer) to write the invalidations Redis missed meanwhile, and a read before
+  // that could find a document older than a write acknowledged during the outage.
   const SETTLE_MS = config.CACHE_BREAKER_OPEN_MS + REPLAY_MS
   let failures = 0
   let open = false
