@@ -120,13 +120,13 @@ const statusesOnly = (failures, allowed) => Object.keys(failures).every((k) => a
 
 const faults = {
   async 10 () {
-    console.log('\n10 PostgreSQL killed with commits in flight (flows, 2 workers, 150 POST/s, resent with their key)')
+    console.log('\n10 PostgreSQL killed with commits in flight (flows, 2 workers, 100 POST/s, resent with their key)')
     const server = await startPostgres()
     const url = await database(server, 'flows')
     const svc = await start('flows', { DATABASE_URL: url, WORKERS: '2' })
     try {
       const writer = flowsWriter(svc.url)
-      const load = startLoad({ rate: 150, next: writer.next })
+      const load = startLoad({ rate: 100, next: writer.next })
       await sleep(3000)
       const from = load.now()
       await server.holdCommits(true) // every COMMIT waits after it is durable: the kill lands there
@@ -151,15 +151,15 @@ const faults = {
   },
 
   async 11 () {
-    console.log('\n11 PostgreSQL frozen 5 s (SIGSTOP): product reads without cache (200/s) and flows writes (100/s)')
+    console.log('\n11 PostgreSQL frozen 5 s (SIGSTOP): product reads without cache (100/s) and flows writes (50/s)')
     const server = await startPostgres()
     const product = await start('product', { DATABASE_URL: await database(server, 'product', PRODUCT_SEED), WORKERS: '2', CACHE_ENABLED: 'false' })
     const flowsUrl = await database(server, 'flows')
     const flows = await start('flows', { DATABASE_URL: flowsUrl, WORKERS: '2' })
     try {
       const writer = flowsWriter(flows.url)
-      const reads = startLoad({ rate: 200, next: () => ({ url: product.url, path: productPath() }) })
-      const writes = startLoad({ rate: 100, next: writer.next })
+      const reads = startLoad({ rate: 100, next: () => ({ url: product.url, path: productPath() }) })
+      const writes = startLoad({ rate: 50, next: writer.next })
       const ready = startLoad({ rate: 10, next: () => ({ url: product.url, path: '/readyz' }) })
       await sleep(3000)
       const from = reads.now()
@@ -257,7 +257,7 @@ const faults = {
 
   async 14 () {
     for (const withRedis of [false, true]) {
-      console.log(`\n14 profile, 2 replicas ${withRedis ? 'sharing a Redis frozen from 3 s to 7 s' : 'without Redis'}: writes on one (PATCH in turn on 10 ids), reads on the other (200/s)`)
+      console.log(`\n14 profile, 2 replicas ${withRedis ? 'sharing a Redis frozen from 3 s to 7 s' : 'without Redis'}: writes on one (PATCH in turn on 10 ids), reads on the other (100/s)`)
       const server = await startPostgres()
       const redis = withRedis ? await startRedis() : null
       const url = await database(server, 'profile', `INSERT INTO restaurants (id, name, address, phone, picture, cuisine, price_range, stars, quality, delivery, accuracy)
@@ -265,7 +265,7 @@ const faults = {
       const env = { DATABASE_URL: url, WORKERS: '2', ...(redis && { REDIS_URL: redis.url }) }
       const [a, b] = await Promise.all([start('profile', env), start('profile', env)])
       try {
-        const reads = startLoad({ rate: 200, next: (i) => ({ url: b.url, path: `/restaurants/${1 + (i % 10)}` }) })
+        const reads = startLoad({ rate: 100, next: (i) => ({ url: b.url, path: `/restaurants/${1 + (i % 10)}` }) })
         const acks = new Map() // id -> [{ seq, at }] in order
         let writing = true
         const writer = (async () => {
@@ -319,7 +319,7 @@ const faults = {
   },
 
   async 15 () {
-    console.log('\n15 SIGTERM to one of 2 product replicas under keep-alive load (300/s), SHUTDOWN_DELAY_MS default (0)')
+    console.log('\n15 SIGTERM to one of 2 product replicas under keep-alive load (200/s), SHUTDOWN_DELAY_MS default (0)')
     const server = await startPostgres()
     const redis = await startRedis()
     const url = await database(server, 'product', PRODUCT_SEED)
@@ -327,7 +327,7 @@ const faults = {
     try {
       const targets = [a.url, b.url]
       // Round robin over the replicas not draining: one that answered `Connection: close` gets nothing new.
-      const load = startLoad({ rate: 300, next: (i, draining) => {
+      const load = startLoad({ rate: 200, next: (i, draining) => {
         const live = targets.filter((t) => !draining.has(t))
         return { url: live[i % live.length], path: productPath() }
       } })
