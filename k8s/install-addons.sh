@@ -4,13 +4,19 @@
 #                                                         traefik/traefik) and the suite's Ingress of class
 #                                                         nginx, through its ingress-nginx provider
 #      or, with --ingress-nginx, ingress-nginx (namespace ingress-nginx), retired upstream in March 2026
-#   2. kube-prometheus-stack   (namespace monitoring)     Prometheus (remote-write receiver for k6),
-#                                                         Grafana with the dashboard sidecar
-#   3. k6-operator             (namespace k6-operator-system) runs the load tests' TestRuns
+#   2. kube-prometheus-stack   (namespace monitoring)     Prometheus (reachable only from Grafana,
+#                                                         prometheus-adapter and k6 runners), Grafana
+#                                                         with the dashboard sidecar
+#   3. k6-operator             (namespace k6-operator-system) with --loadtest: runs the load tests'
+#                                                         TestRuns; and only then Prometheus takes
+#                                                         remote writes (k8s/loadtest/*.yaml)
 #   4. metrics-server          (namespace kube-system)    CPU metrics for the HPAs
 #   5. prometheus-adapter      (namespace monitoring)     optional (--with-adapter): the RPS metric
-# Usage: k8s/install-addons.sh [--kind] [--with-adapter] [--ingress-nginx]
+# Usage: k8s/install-addons.sh [--kind] [--with-adapter] [--ingress-nginx] [--loadtest]
 #   --kind           the kind cluster of k8s/kind.yaml (ingress on ports 80/443, kubelet TLS)
+#   --loadtest       the load-test set-up: k6-operator, and Prometheus's remote-write receiver (off
+#                    otherwise: unauthenticated, it would let any pod that reaches it steer the HPAs);
+#                    run the script again without it afterwards to turn the receiver off
 #   --with-adapter   also prometheus-adapter, for autoscaling.requestsPerSecond
 #   --ingress-nginx  the retired ingress-nginx instead of Traefik (no Gateway API then; set each
 #                    service's networkPolicy.ingressController to namespace ingress-nginx,
@@ -21,13 +27,14 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-kind=false adapter=false ingress_nginx=false
+kind=false adapter=false ingress_nginx=false loadtest=false
 for arg in "$@"; do
   case "$arg" in
     --kind) kind=true ;;
+    --loadtest) loadtest=true ;;
     --with-adapter) adapter=true ;;
     --ingress-nginx) ingress_nginx=true ;;
-    *) sed -n '2,20p' "$here/install-addons.sh" >&2; exit 2 ;;
+    *) sed -n '2,25p' "$here/install-addons.sh" >&2; exit 2 ;;
   esac
 done
 
@@ -40,10 +47,12 @@ repo grafana https://grafana.github.io/helm-charts
 repo metrics-server https://kubernetes-sigs.github.io/metrics-server
 helm repo update >/dev/null
 
-# release, chart, version, namespace, values files (k8s/kind/<release>.yaml too with --kind)
+# release, chart, version, namespace, values files (k8s/kind/<release>.yaml too with --kind,
+# k8s/loadtest/<release>.yaml too with --loadtest)
 install() {
   local release=$1 chart=$2 version=$3 namespace=$4 values=(-f "$release.yaml")
   if $kind && [ -f "kind/$release.yaml" ]; then values+=(-f "kind/$release.yaml"); fi
+  if $loadtest && [ -f "loadtest/$release.yaml" ]; then values+=(-f "loadtest/$release.yaml"); fi
   echo "add-ons: $release $version" >&2
   helm upgrade --install "$release" "$chart" --version "$version" --namespace "$namespace" \
     --create-namespace "${values[@]}" --wait --timeout 10m
@@ -56,7 +65,9 @@ else
   kubectl apply -f ingressclass-nginx.yaml
 fi
 install kube-prometheus-stack prometheus-community/kube-prometheus-stack 88.5.3 monitoring
-install k6-operator grafana/k6-operator 4.6.0 k6-operator-system
+if $loadtest; then
+  install k6-operator grafana/k6-operator 4.6.0 k6-operator-system
+fi
 install metrics-server metrics-server/metrics-server 3.13.1 kube-system
 if $adapter; then
   install prometheus-adapter prometheus-community/prometheus-adapter 5.3.0 monitoring

@@ -1,20 +1,27 @@
 // `npm start`: the suite on one machine with nothing installed but Node.
 // Without DATABASE_URL, PostgreSQL is PGlite (PostgreSQL compiled to WebAssembly) in this process,
-// served on a loopback port by pglite-server.js, so each service runs its ordinary `pg`
-// code. Without REDIS_URL each worker caches in memory. Small generated data sets (products,
-// restaurants, menus) are loaded into empty tables. Set DATABASE_URL / REDIS_URL to use real servers instead.
+// served on a loopback port by pglite-server.js (with a password made for this start), so each
+// service runs its ordinary `pg` code. Without REDIS_URL each worker caches in memory. Small generated
+// data sets (products, restaurants, menus) are loaded into empty tables. Set DATABASE_URL / REDIS_URL
+// to use real servers instead.
+// The services listen on 127.0.0.1 (HOST to change it) and live only as long as this launcher: Ctrl-C,
+// SIGTERM or SIGHUP to it or to npm, or its parent going away, stops them all.
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { migrate } from '@suite/kit'
+import { migrate, redact, connectionOptions } from '@suite/kit'
 import { pgTarget, pgliteTarget } from '@suite/kit/etl'
 import { servePglite } from './pglite-server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const PORT = Number(process.env.PORT ?? 3000) // product; then profile +1, menu +2, flows +3
+const HOST = process.env.HOST ?? '127.0.0.1' // a laptop's quick start is not for the network
+const CHECK_HOST = ['0.0.0.0', '::'].includes(HOST) ? '127.0.0.1' : HOST.includes(':') ? `[${HOST}]` : HOST
 const SAMPLE_SIZE = Number(process.env.SAMPLE_SIZE ?? 2000) // products, restaurants and menus generated
-const log = (m) => console.log(`suite: ${m}`)
+const log = (m) => console.log(`suite: ${redact(m)}`)
 
 // Each service: its port, and for those with a data set the table that tells whether it is empty
 // and the generator's size option.
@@ -25,18 +32,33 @@ const services = [
   { name: 'flows', port: PORT + 3, urls: ['/flows?hour=1'] }
 ].map((s) => ({ ...s, dir: `${root}services/${s.name}` }))
 
+// Every port free before anything starts: on a port in use (a suite already running?) another
+// process would answer our readiness checks, and "ready" would be a lie.
+for (const s of services) {
+  const server = createServer()
+  try {
+    await new Promise((resolve, reject) => server.once('error', reject).listen({ host: HOST, port: s.port, exclusive: true }, resolve))
+  } catch (err) {
+    log(`cannot start ${s.name} on ${HOST}:${s.port}: ${err.code === 'EADDRINUSE' ? 'the port is in use (is the suite already running? PORT=… moves all four)' : err.message}`)
+    process.exit(1)
+  }
+  await new Promise((resolve) => server.close(resolve))
+}
+
 let databaseUrl = process.env.DATABASE_URL
+let databasePassword = process.env.DATABASE_PASSWORD
 let embedded
 if (!databaseUrl) {
   const { PGlite } = await import('@electric-sql/pglite')
   const db = await PGlite.create()
-  const server = await servePglite(db)
+  const server = await servePglite(db) // loopback only, with a password made for this start
   databaseUrl = `postgres://postgres@127.0.0.1:${server.port}/postgres`
+  databasePassword = server.password
   embedded = { db, server }
-  log(`embedded PostgreSQL (PGlite, in memory) at ${databaseUrl}`)
+  log(`embedded PostgreSQL (PGlite, in memory) at ${databaseUrl} (password generated for this run)`)
 }
 
-const client = new pg.Client({ connectionString: databaseUrl })
+const client = new pg.Client(connectionOptions(databaseUrl, databasePassword))
 await client.connect()
 for (const s of services) {
   await migrate(client, `${s.dir}/migrations`)
@@ -54,7 +76,9 @@ await client.end()
 
 const env = {
   ...process.env,
+  HOST,
   DATABASE_URL: databaseUrl,
+  ...(databasePassword !== undefined && { DATABASE_PASSWORD: databasePassword }),
   // PGlite is one session behind a multiplexer: prepared statement names would collide, and its
   // connection limit is shared by 4 services × WORKERS pools. It answers one exchange at a time, for
   // all of them: a query may wait its turn longer than the kit's timeouts, made for a real server.
@@ -67,40 +91,57 @@ const env = {
     PG_QUERY_TIMEOUT_MS: process.env.PG_QUERY_TIMEOUT_MS ?? '15000'
   })
 }
-const children = services.map((s) => spawn(process.execPath, [`${s.dir}/src/cli.js`, 'serve'], {
-  env: { ...env, PORT: String(s.port) },
-  stdio: 'inherit',
-  detached: true // Ctrl-C reaches this process only; it stops the services once, in order
-}))
+const children = services.map((s) => {
+  const child = spawn(process.execPath, [`${s.dir}/src/cli.js`, 'serve'], {
+    env: { ...env, PORT: String(s.port) },
+    // ipc: the service says when it listens, and stops when this launcher is gone, however it went.
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    detached: true // Ctrl-C reaches this process only; it stops the services once, in order
+  })
+  // Listening on its port (the service's own message), or gone before: { address } or { code }.
+  child.listening = new Promise((resolve) => {
+    child.on('message', (m) => { if (m?.type === 'listening') resolve({ address: m.address }) })
+    child.once('exit', (code) => resolve({ code }))
+  })
+  return child
+})
 
-// One way out, whatever the cause (Ctrl-C, SIGTERM, a service that exits): stop every service, then
-// the embedded database; exit 1 when a service failed.
+// One way out, whatever the cause (Ctrl-C, SIGTERM, the terminal closing, npm going away, a service
+// that exits): stop every service, then the embedded database; exit 1 when a service failed.
 let stopping = false
 async function stop (code) {
   if (stopping) return
   stopping = true
   children.forEach((c) => c.kill('SIGTERM'))
-  await Promise.all(children.map((c) => c.exitCode !== null || c.signalCode !== null ? null : new Promise((resolve) => c.once('exit', resolve))))
+  await Promise.all(children.map((c) => c.exitCode !== null || c.signalCode !== null ? null : once(c, 'exit')))
   if (embedded) { await embedded.server.close(); await embedded.db.close() }
   process.exit(code)
 }
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stop(0))
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => stop(0))
+// npm does not always pass a signal on (SIGTERM to npm leaves its script running): when the parent
+// goes, this process is re-parented, and that is the signal.
+const parent = process.ppid
+setInterval(() => { if (process.ppid !== parent) { log('the parent process is gone; stopping'); stop(0) } }, 500).unref()
 children.forEach((c, i) => c.on('exit', (code) => {
   if (!stopping) { log(`${services[i].name} exited with ${code}; stopping`); stop(1) }
 }))
 
-await Promise.all(services.map((s) => waitReady(`http://127.0.0.1:${s.port}`)))
+await Promise.all(services.map((s, i) => waitReady(s, children[i])))
 for (const s of services) {
   const base = `http://localhost:${s.port}`
   log(`${s.name} ready: ${s.urls.map((u) => base + u).join('  ')}`)
   log(`${s.name} docs: ${base}/docs  metrics: ${base}/metrics`)
 }
-log(`cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)
+log(`listening on ${HOST} (HOST to change); cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)
 
-async function waitReady (base) {
+// Ready: the service itself said it listens on its port, and its /readyz answers 200.
+async function waitReady (s, child) {
+  const { code } = await child.listening
+  if (code !== undefined || stopping) return new Promise(() => {}) // exited: stop() takes it from here
   for (let i = 0; i < 600 && !stopping; i++) {
-    try { if ((await fetch(`${base}/readyz`)).ok) return } catch {}
+    try { if ((await fetch(`http://${CHECK_HOST}:${s.port}/readyz`)).ok) return } catch {}
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  if (!stopping) { log(`${base} did not become ready in 60 s; stopping`); await stop(1) }
+  if (!stopping) { log(`${s.name} did not become ready in 60 s; stopping`); await stop(1) }
+  return new Promise(() => {})
 }

@@ -1,11 +1,33 @@
-// The quick start works: `npm start` with no database or cache server serves every service's sample.
+// The quick start works: `npm start` with no database or cache server serves every service's sample,
+// on 127.0.0.1 only; it never says "ready" for a port someone else answers on; and whatever stops it
+// (SIGTERM to npm, SIGKILL to the launcher) stops every service it started.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { createServer } from 'node:net'
+import { createServer as createHttpServer } from 'node:http'
 import { once } from 'node:events'
-import { get } from '@suite/kit/testing'
+import { readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { get, processesWithEnv } from '@suite/kit/testing'
+import { createDatabase } from '@suite/kit/testing/env'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+
+// The addresses (hex, as /proc/net/tcp writes them) listening on `port`: 0100007F is 127.0.0.1.
+function listeningOn (port) {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0')
+  const found = []
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
+      const [, local, , state] = line.trim().split(/\s+/)
+      if (state === '0A' && local?.endsWith(`:${hexPort}`)) found.push(local.split(':')[0])
+    }
+  }
+  return [...new Set(found)]
+}
 
 // npm start takes PORT and the 3 ports after it: find 4 in a row that are free now.
 async function fourFreePorts () {
@@ -20,12 +42,13 @@ async function fourFreePorts () {
   }
 }
 
-// `npm start` with no database or cache server (the embedded default) on PORT=port; its output
-// gathers in `launched.out`.
-function launch (port, sampleSize) {
-  const { DATABASE_URL, REDIS_URL, ...env } = process.env
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
-    env: { ...env, PORT: String(port), SAMPLE_SIZE: String(sampleSize), LOG_LEVEL: 'warn' },
+// `npm start` with no database or cache server (the embedded default) on PORT=port, or with `extra`
+// settings; its output gathers in `launched.out`. `command`: the launcher itself, or npm.
+function launch (port, sampleSize, extra = {}, command = [process.execPath, fileURLToPath(new URL('./start.js', import.meta.url))]) {
+  const { DATABASE_URL, DATABASE_PASSWORD, REDIS_URL, HOST, ...env } = process.env
+  const child = spawn(command[0], command.slice(1), {
+    cwd: root,
+    env: { ...env, PORT: String(port), SAMPLE_SIZE: String(sampleSize), LOG_LEVEL: 'warn', ...extra },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const launched = { child, out: '' }
@@ -35,16 +58,23 @@ function launch (port, sampleSize) {
   return launched
 }
 
-test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async () => {
+// A busy machine (PGlite's start, four samples, four services) can take minutes: bounds, not timings.
+const SLOW = { timeout: 300_000 }
+
+test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, async () => {
   const port = await fourFreePorts() // product; profile, menu, flows on the next three
   const launched = launch(port, 300)
   const { child, exited } = launched
   try {
-    for (let i = 0; i < 600 && !launched.out.includes('product ready'); i++) {
+    for (let i = 0; i < 2400 && !launched.out.includes('product ready'); i++) {
       assert.equal(child.exitCode, null, launched.out)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     assert.match(launched.out, new RegExp(`product ready: http://localhost:${port}/products`))
+    for (let p = port; p < port + 4; p++) assert.deepEqual(listeningOn(p), ['0100007F'], `port ${p}: 127.0.0.1 only`)
+    const embedded = Number(/embedded PostgreSQL .*@127\.0\.0\.1:(\d+)\//.exec(launched.out)[1])
+    assert.deepEqual(listeningOn(embedded), ['0100007F'], 'the embedded PostgreSQL: 127.0.0.1 only')
+    assert.doesNotMatch(launched.out, /postgres:[^*@\s]+@/, 'its password is not printed')
     const base = `http://127.0.0.1:${port}`
     const list = await get(base, '/products?count=100')
     assert.equal(list.status, 200)
@@ -79,15 +109,64 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', async 
 
 test('npm start stops everything and exits 1 when a service cannot start', async () => {
   const port = await fourFreePorts()
-  const taken = createServer().listen(port + 3, '0.0.0.0') // flows' port
-  await once(taken, 'listening')
+  // A setting only the services check: each of them exits 1 at start.
+  const launched = launch(port, 50, { MAX_EVENT_LOOP_UTILIZATION: '2' })
+  const { code } = await launched.exited
+  assert.equal(code, 1, launched.out)
+  assert.match(launched.out, /(product|profile|menu|flows) exited with 1; stopping/)
+  assert.doesNotMatch(launched.out, / ready: /)
+  await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'product was stopped too')
+})
+
+test('npm start on ports another server answers on: exit 1 naming the port, never "ready"', async () => {
+  const port = await fourFreePorts()
+  // Another suite, say: it answers every readiness check with 200.
+  const others = await Promise.all([0, 1, 2, 3].map(async (i) => {
+    const server = createHttpServer((req, res) => res.end('{"status":"ready"}')).listen(port + i, '127.0.0.1')
+    await once(server, 'listening')
+    return server
+  }))
   try {
     const launched = launch(port, 50)
     const { code } = await launched.exited
     assert.equal(code, 1, launched.out)
-    assert.match(launched.out, /flows exited with 1; stopping/)
-    await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'product was stopped too')
+    assert.match(launched.out, new RegExp(`cannot start product on 127\\.0\\.0\\.1:${port}: the port is in use`))
+    assert.doesNotMatch(launched.out, / ready: /)
   } finally {
-    taken.close()
+    for (const server of others) server.close()
   }
 })
+
+/** Waits until no process carries the marker; returns those still there after `ms`. */
+async function survivorsAfter (marker, ms) {
+  const until = Date.now() + ms
+  for (;;) {
+    const left = processesWithEnv('SUITE_TEST_MARKER', marker)
+    if (!left.length || Date.now() > until) return left
+    await sleep(200)
+  }
+}
+
+for (const [how, command, kill] of [
+  ['SIGTERM to npm', ['npm', 'start'], (launched) => launched.child.kill('SIGTERM')],
+  ['SIGKILL to the launcher', undefined, (launched) => launched.child.kill('SIGKILL')]
+]) {
+  test(`${how}: every service stops, none is left serving`, SLOW, async () => {
+    const port = await fourFreePorts()
+    const marker = randomBytes(8).toString('hex')
+    const launched = launch(port, 50, { DATABASE_URL: await createDatabase('start'), SUITE_TEST_MARKER: marker }, command)
+    try {
+      for (let i = 0; i < 2400 && !launched.out.includes('Ctrl-C stops'); i++) {
+        assert.equal(launched.child.exitCode, null, launched.out)
+        await sleep(100)
+      }
+      assert.match(launched.out, /Ctrl-C stops/)
+      assert.ok(processesWithEnv('SUITE_TEST_MARKER', marker).length >= 5, 'the launcher and four services run')
+      kill(launched)
+      assert.deepEqual(await survivorsAfter(marker, 30_000), [], `${how}: processes left behind\n${launched.out}`)
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), `${how}: product stopped`)
+    } finally {
+      for (const pid of processesWithEnv('SUITE_TEST_MARKER', marker)) process.kill(pid, 'SIGKILL')
+    }
+  })
+}

@@ -38,7 +38,7 @@ test('skaffold\'s add-on releases are the script\'s, at the same versions', () =
     assert.ok(i, r.name)
     assert.equal(`${r.version} ${r.namespace} ${r.remoteChart}`, `${i.version} ${i.namespace} ${i.chart.split('/')[1]}`, r.name)
     assert.equal(r.valuesFiles[0], `k8s/${r.name}.yaml`)
-    for (const overlay of r.valuesFiles.slice(1)) assert.equal(overlay, `k8s/kind/${r.name}.yaml`, `${r.name}: only kind overlays come after its own values`)
+    for (const overlay of r.valuesFiles.slice(1)) assert.match(overlay, new RegExp(`^k8s/(kind|loadtest)/${r.name}\\.yaml$`), `${r.name}: only kind and loadtest overlays come after its own values`)
   }
   // On kind, metrics-server must trust the kubelets' self-signed certificates, or the HPAs get no CPU metric.
   const onKind = config.profiles.find((p) => p.name === 'monitoring-kind').patches.map((x) => x.value).find((v) => v?.name === 'metrics-server')
@@ -60,16 +60,66 @@ test('Traefik serves both routing paths: the Gateway the HTTPRoute attaches to, 
   assert.deepEqual([kindOverlay.ports.web.hostPort, kindOverlay.ports.websecure.hostPort], [80, 443])
 })
 
-test('Prometheus takes k6\'s remote writes and selects the charts\' ServiceMonitors; Grafana loads their dashboards', () => {
+test('Prometheus selects the charts\' ServiceMonitors; Grafana loads their dashboards', () => {
   const kps = yaml(join(k8s, 'kube-prometheus-stack.yaml'))
   const spec = kps.prometheus.prometheusSpec
-  assert.equal(spec.enableRemoteWriteReceiver, true)
   assert.ok(selects(spec.serviceMonitorSelector.matchLabels, service.serviceMonitor.labels), 'serviceMonitorSelector matches charts/service serviceMonitor.labels')
   assert.deepEqual(spec.serviceMonitorNamespaceSelector, {}, 'in every namespace')
   const sidecar = kps.grafana.sidecar.dashboards
   assert.deepEqual({ [sidecar.label]: sidecar.labelValue }, suite.dashboards.labels)
   assert.equal(sidecar.folderAnnotation, suite.dashboards.folderAnnotation)
   assert.equal(sidecar.searchNamespace, 'ALL')
+})
+
+// kube-prometheus-stack as install-addons.sh renders it, with the loadtest overlay or without.
+const renderStack = (loadtest) => parse(run('helm', ['template', 'kube-prometheus-stack', join(shared, 'charts', `kube-prometheus-stack-${addon('kube-prometheus-stack').version}.tgz`),
+  '--namespace', addon('kube-prometheus-stack').namespace, '-f', join(k8s, 'kube-prometheus-stack.yaml'), ...(loadtest ? ['-f', join(k8s, 'loadtest', 'kube-prometheus-stack.yaml')] : [])]).stdout)
+
+test('Prometheus takes remote writes only with the load-test set-up (--loadtest, skaffold -p loadtest), and only the k6 runners besides Grafana and the adapter reach it', () => {
+  const receiver = (objects) => objects.find((o) => o.kind === 'Prometheus').spec.enableRemoteWriteReceiver === true
+  const plain = renderStack(false)
+  const loadtest = renderStack(true)
+  assert.equal(receiver(plain), false, 'no receiver by default')
+  assert.equal(receiver(loadtest), true, 'the receiver with the loadtest overlay')
+  // install-addons.sh: the overlay and the k6-operator only with --loadtest.
+  assert.match(script, /if \$loadtest && \[ -f "loadtest\/\$release\.yaml" \]; then values\+=\(-f "loadtest\/\$release\.yaml"\); fi/)
+  assert.match(script, /if \$loadtest; then\n\s+install k6-operator /)
+  // skaffold: the loadtest profiles have the overlay and the k6-operator; the monitoring ones neither.
+  const profiles = yaml(join(root, 'skaffold.yaml')).profiles
+  for (const p of profiles.filter((x) => /^(monitoring|loadtest)/.test(x.name))) {
+    const releases = p.patches.map((x) => x.value).filter((v) => v?.remoteChart)
+    const stack = releases.find((r) => r.name === 'kube-prometheus-stack')
+    const isLoadtest = p.name.startsWith('loadtest')
+    assert.equal(stack.valuesFiles.includes('k8s/loadtest/kube-prometheus-stack.yaml'), isLoadtest, p.name)
+    assert.equal(releases.some((r) => r.name === 'k6-operator'), isLoadtest, p.name)
+  }
+
+  // The NetworkPolicy: every Prometheus pod, ingress from Grafana, the adapter, Prometheus and k6 runners only.
+  for (const objects of [plain, loadtest]) {
+    const policies = objects.filter((o) => o.kind === 'NetworkPolicy' && selects(o.spec.podSelector.matchLabels, { 'app.kubernetes.io/name': 'prometheus', 'operator.prometheus.io/name': 'kube-prometheus-stack-prometheus' }))
+    assert.equal(policies.length, 1)
+    const [np] = policies
+    assert.deepEqual(np.spec.policyTypes.sort(), ['Egress', 'Ingress'])
+    assert.deepEqual(np.spec.egress, [{}], 'scrapes go anywhere')
+    const peers = np.spec.ingress.flatMap((rule) => rule.from.map((from) => ({ from, ports: rule.ports })))
+    const monitoring = { 'kubernetes.io/metadata.name': addon('kube-prometheus-stack').namespace }
+    const grafana = objects.find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-grafana')).spec.template.metadata.labels
+    const adapter = parse(run('helm', ['template', 'prometheus-adapter', join(shared, 'charts', `prometheus-adapter-${addon('prometheus-adapter').version}.tgz`), '-f', join(k8s, 'prometheus-adapter.yaml')]).stdout)
+      .find((o) => o.kind === 'Deployment').spec.template.metadata.labels
+    const runner = service.networkPolicy.loadTestRunners.podLabels // k6-operator's runner pod labels
+    const admitted = (labels, namespaceLabels) => peers.filter(({ from }) =>
+      (from.namespaceSelector === undefined ? selects(namespaceLabels, monitoring) && selects(monitoring, namespaceLabels) : selects(from.namespaceSelector.matchLabels, namespaceLabels)) &&
+      selects(from.podSelector?.matchLabels, labels))
+    for (const [who, labels, ns] of [['Grafana', grafana, monitoring], ['prometheus-adapter', adapter, monitoring], ['a k6 runner', runner, { 'kubernetes.io/metadata.name': 'suite' }]]) {
+      const rules = admitted(labels, ns)
+      assert.ok(rules.length, `${who} reaches Prometheus`)
+      for (const r of rules) assert.deepEqual(r.ports, [{ port: 9090, protocol: 'TCP' }], `${who}: port 9090 only`)
+    }
+    // Anything else — a service's pod, any pod in monitoring — does not.
+    for (const [labels, ns] of [[{ 'app.kubernetes.io/name': 'product' }, { 'kubernetes.io/metadata.name': 'suite' }], [{ app: 'k6' }, { 'kubernetes.io/metadata.name': 'suite' }], [{ 'app.kubernetes.io/name': 'kube-state-metrics' }, monitoring]]) {
+      assert.deepEqual(admitted(labels, ns), [], `${JSON.stringify(labels)} must not reach Prometheus`)
+    }
+  }
 })
 
 test('the NetworkPolicy defaults name the add-ons where the script puts them', () => {
@@ -92,19 +142,19 @@ test('prometheus-adapter serves the metric the HPAs ask for, from the stack\'s P
 // `helm pull` would fetch them), rendered and validated: a value the chart does not read, or a renamed
 // key that breaks a template, fails here instead of at install time. Traefik's chart is not among the
 // offline archives: its values are checked by the test above and by the cluster e2e, which runs Traefik.
-test('the add-on values render against the pinned chart archives, with and without the kind overlays', () => {
+test('the add-on values render against the pinned chart archives, with and without the kind and loadtest overlays', () => {
   const rendered = []
   for (const i of installs.filter((x) => x.release !== 'traefik')) {
     const archive = join(shared, 'charts', `${i.chart.split('/')[1]}-${i.version}.tgz`)
     assert.ok(existsSync(archive), `${archive}: the pinned archive of ${i.release}`)
-    const overlays = existsSync(join(k8s, 'kind', `${i.release}.yaml`)) ? [[], ['-f', join(k8s, 'kind', `${i.release}.yaml`)]] : [[]]
+    const overlays = [[], ...['kind', 'loadtest'].filter((o) => existsSync(join(k8s, o, `${i.release}.yaml`))).map((o) => ['-f', join(k8s, o, `${i.release}.yaml`)])]
     for (const overlay of overlays) {
       const r = run('helm', ['template', i.release, archive, '--namespace', i.namespace, '--kube-version', K8S_VERSION, '-f', join(k8s, `${i.release}.yaml`), ...overlay])
       assert.equal(r.code, 0, `${i.release} ${overlay.join(' ')}: ${r.stderr}`)
       const kc = kubeconform(r.stdout, { ignoreMissingSchemas: true })
       assert.deepEqual(kc.problems, [], `${i.release}`)
       assert.ok(kc.valid > 0, `${i.release}: ${JSON.stringify(kc)}`)
-      rendered.push(`${i.release}${overlay.length ? ' (kind)' : ''}: ${kc.valid} valid`)
+      rendered.push(`${i.release}${overlay.length ? ` (${overlay[1].split('/').at(-2)})` : ''}: ${kc.valid} valid`)
     }
   }
   assert.ok(rendered.length >= 6, rendered.join('; '))

@@ -92,7 +92,7 @@ test('skaffold.yaml is valid against skaffold\'s schema, with each profile appli
   const version = config.apiVersion.replace('skaffold/', '')
   const validate = new Ajv({ strict: false, allErrors: true, validateFormats: false }).compile(skaffoldSchema()(version))
   assert.ok(validate(config), JSON.stringify(validate.errors, null, 2))
-  assert.deepEqual(config.profiles.map((p) => p.name), ['dev', 'loadtest', 'monitoring', 'monitoring-kind', 'kind'])
+  assert.deepEqual(config.profiles.map((p) => p.name), ['dev', 'monitoring', 'monitoring-kind', 'loadtest', 'loadtest-kind', 'kind'])
   for (const profile of config.profiles) {
     const patched = applyPatches(config, profile.patches ?? [])
     delete patched.profiles

@@ -13,6 +13,7 @@ const each = (setting) => SERVICES.flatMap((s) => ['--set', `${s}.${setting}`])
 const VALUE_SETS = {
   defaults: [],
   'external database and Redis': ['--set', 'postgresql.enabled=false,redis.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalRedis.host=cache.example.com,global.externalRedis.existingSecret=suite-cache'],
+  'external database with a private CA': ['--set', 'postgresql.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalDatabase.caSecret=suite-db-ca,product.seed.enabled=true,profile.seed.enabled=true,menu.seed.enabled=true'],
   'Gateway API': ['--set', 'gateway.enabled=true,ingress.enabled=false'],
   'load tests on': ['--set', 'loadtest.enabled=true'],
   'HPA off': each('autoscaling.enabled=false'),
@@ -26,7 +27,7 @@ function render (args) {
   return template(dir, args.map((a, i) => (args[i - 1] === '-f' ? join(dir, a) : a)))
 }
 
-const SECRETISH = /PASSWORD|SECRET|TOKEN/i
+const SECRETISH = /PASSWORD|SECRET|TOKEN|CREDENTIAL|API_?KEY/i
 
 function checkPolicies (docs) {
   const named = (kind, name) => docs.find((o) => o.kind === kind && o.metadata.name === name)
@@ -47,7 +48,16 @@ function checkPolicies (docs) {
       assert.equal((sc.seccompProfile ?? spec.securityContext?.seccompProfile)?.type, 'RuntimeDefault', `${at}: seccomp`)
       for (const e of c.env ?? []) {
         if (SECRETISH.test(e.name)) assert.ok(e.valueFrom?.secretKeyRef && e.value === undefined, `${at}: ${e.name} must come from a Secret`)
-        if (e.value && /_URL$/.test(e.name)) assert.doesNotMatch(e.value, /\/\/[^/@]*:[^/@]*@/, `${at}: ${e.name} carries a password`)
+        if (e.value) assert.doesNotMatch(e.value, /\/\/[^/@\s]*:[^/@\s]*@|[?&][a-z_]*pass(word)?=/i, `${at}: ${e.name} carries a password`)
+        // verify-full against a mounted CA: every container told so has the CA where the URL says.
+        const ca = /sslrootcert=([^&]+)/.exec(c.env?.find((x) => x.name === 'DATABASE_URL')?.value ?? '')?.[1]
+        if (ca) {
+          assert.match(c.env.find((x) => x.name === 'DATABASE_URL').value, /[?&]sslmode=verify-full(&|$)/, `${at}: verify-full`)
+          const mount = (c.volumeMounts ?? []).find((m) => ca.startsWith(`${m.mountPath}/`))
+          assert.ok(mount?.readOnly, `${at}: ${ca} mounted read-only`)
+          const volume = spec.volumes?.find((v) => v.name === mount.name)
+          assert.ok(volume?.secret?.secretName, `${at}: ${ca} from a Secret`)
+        }
       }
     }
   }

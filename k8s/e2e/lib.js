@@ -97,7 +97,7 @@ export function steadyLoad (base, { rate, targets }) {
         if ((target.expect ?? [200]).includes(res.status)) {
           result.ok++
           target.onOk?.()
-        } else fail(`${res.status} ${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')}`)
+        } else fail(`${res.status} ${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')} (${typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)})`)
       }, (err) => fail(`${err.code ?? err.message} ${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')}`))
       inFlight.add(p)
       p.finally(() => inFlight.delete(p))

@@ -94,16 +94,49 @@ the chart's name (common.names.dependency.fullname without overrides).
 PostgreSQL: the external one when global.externalDatabase.host is set, else the bundled Bitnami chart
 (service and Secret `<release>-postgresql`, user and database from Bitnami's global.postgresql.auth;
 the Bitnami chart's own globals come along empty, hence `default` rather than dig's fallback).
-Result: a dict with host, port, user, database, options, secret, key (secret empty: no password).
+Result: a dict with host, port, user, database, options, secret, key (secret empty: no password),
+ca, caKey (ca empty: no CA mounted). With a CA the options get sslmode=verify-full and sslrootcert.
 */}}
 {{- define "service.database" -}}
 {{- $ext := .Values.global.externalDatabase | default dict -}}
 {{- if $ext.host -}}
-{{- dict "host" $ext.host "port" $ext.port "user" $ext.user "database" $ext.database "options" ($ext.options | default "") "secret" ($ext.existingSecret | default "") "key" $ext.existingSecretPasswordKey "external" true | toJson -}}
+{{- $options := $ext.options | default "" -}}
+{{- if $ext.caSecret -}}
+{{- /* values.schema.json refuses an sslmode or sslrootcert of the user's own beside a caSecret */ -}}
+{{- $options = printf "sslmode=verify-full&sslrootcert=%s/ca.crt%s" (include "service.databaseCaDir" .) (ternary (printf "&%s" $options) "" (ne $options "")) -}}
+{{- end -}}
+{{- dict "host" $ext.host "port" $ext.port "user" $ext.user "database" $ext.database "options" $options "secret" ($ext.existingSecret | default "") "key" $ext.existingSecretPasswordKey "ca" ($ext.caSecret | default "") "caKey" ($ext.caSecretKey | default "ca.crt") "external" true | toJson -}}
 {{- else -}}
 {{- $auth := dig "postgresql" "auth" dict (.Values.global | merge dict) -}}
 {{- $name := include "service.dependencyFullname" (dict "chart" "postgresql" "context" .) -}}
-{{- dict "host" $name "port" 5432 "user" ($auth.username | default "suite") "database" ($auth.database | default "suite") "options" "" "secret" (tpl ($auth.existingSecret | default $name) .) "key" (dig "secretKeys" "userPasswordKey" "" $auth | default "password") "external" false | toJson -}}
+{{- dict "host" $name "port" 5432 "user" ($auth.username | default "suite") "database" ($auth.database | default "suite") "options" "" "secret" (tpl ($auth.existingSecret | default $name) .) "key" (dig "secretKeys" "userPasswordKey" "" $auth | default "password") "ca" "" "external" false | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where the external PostgreSQL's CA certificate is mounted (global.externalDatabase.caSecret). */}}
+{{- define "service.databaseCaDir" -}}/etc/suite/postgresql-ca{{- end -}}
+
+{{/* The volume of the CA certificate, for the pod's `volumes:` (nothing without a caSecret). */}}
+{{- define "service.databaseCaVolume" -}}
+{{- $db := include "service.database" . | fromJson -}}
+{{- if $db.ca -}}
+- name: postgresql-ca
+  secret:
+    secretName: {{ $db.ca }}
+    defaultMode: 0444
+    items:
+      - key: {{ $db.caKey }}
+        path: ca.crt
+{{- end -}}
+{{- end -}}
+
+{{/* Its mount, for every container that connects to PostgreSQL (nothing without a caSecret). */}}
+{{- define "service.databaseCaMount" -}}
+{{- $db := include "service.database" . | fromJson -}}
+{{- if $db.ca -}}
+- name: postgresql-ca
+  mountPath: {{ include "service.databaseCaDir" . }}
+  readOnly: true
 {{- end -}}
 {{- end -}}
 
@@ -210,6 +243,10 @@ the given peers (all addresses when none are given), on the server's port only.
   args: [migrate, --wait, {{ .Values.migrations.waitSeconds | quote }}]
   env:
     {{- include "service.env" . | nindent 4 }}
+  {{- with include "service.databaseCaMount" . }}
+  volumeMounts:
+    {{- . | nindent 4 }}
+  {{- end }}
   resources:
     {{- toYaml .Values.migrations.resources | nindent 4 }}
   securityContext:
@@ -266,6 +303,10 @@ spec:
       args: {{ concat (list "seed") .args (list "--streams" (include "service.string" $s.streams)) .common | toJson }}
       env:
         {{- include "service.env" $ | nindent 8 }}
+      {{- with include "service.databaseCaMount" $ }}
+      volumeMounts:
+        {{- . | nindent 8 }}
+      {{- end }}
       resources:
         {{- toYaml $s.resources | nindent 8 }}
       securityContext:
@@ -298,10 +339,19 @@ spec:
       volumeMounts:
         - name: data
           mountPath: /data
+        {{- with include "service.databaseCaMount" $ }}
+        {{- . | nindent 8 }}
+        {{- end }}
   volumes:
     - name: data
       emptyDir:
         sizeLimit: {{ $s.dataSizeLimit }}
+  {{- end }}
+  {{- if and $s.direct (include "service.databaseCaVolume" $) }}
+  volumes:
+  {{- end }}
+  {{- with include "service.databaseCaVolume" $ }}
+    {{- . | nindent 4 }}
   {{- end }}
   {{- include "service.scheduling" $ | nindent 2 }}
 {{- end -}}

@@ -11,11 +11,15 @@ import { setTimeout } from 'node:timers/promises'
 import { createPool, isUnavailable } from './pg.js'
 import { createCache } from './cache.js'
 import { createMetrics } from './metrics.js'
-import { migrate } from './migrate.js'
+import { migrate, MigrationError } from './migrate.js'
 import { runWorkers } from './workers.js'
+import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
 const YOUNG_MB = 24
+// migrate's lock waits: --wait, but at least this (a concurrent migrate that is about to finish
+// must not fail a `--wait 0` run such as load's).
+const MIN_LOCK_WAIT_S = 5
 
 /**
  * @param {URL} serviceUrl  module whose default export is the service definition
@@ -28,7 +32,7 @@ export async function runCli (serviceUrl, commands = {}) {
   const all = {
     serve: { summary: 'run the HTTP API on WORKERS threads', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log, service.name) },
     migrate: {
-      summary: 'apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up]',
+      summary: `apply the SQL migrations (idempotent, advisory-locked) [--wait SECONDS for PostgreSQL to come up, and for each lock (at least ${MIN_LOCK_WAIT_S})]`,
       options: { wait: { type: 'string', default: '0' } },
       run: (v, ctx) => migrateCommand(service, ctx, wholeNumber(v, 'wait'))
     },
@@ -53,6 +57,10 @@ export async function runCli (serviceUrl, commands = {}) {
     const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true })
     await command.run(values, { service, config, log })
   } catch (err) {
+    if (err instanceof CommandError) {
+      console.error(`${service.name} ${name}: ${err.message}`)
+      process.exit(1)
+    }
     if (!(err instanceof UsageError) && !err.code?.startsWith('ERR_PARSE_ARGS')) throw err
     console.error(`${service.name} ${name}: ${err.message}`)
     process.exit(2)
@@ -62,14 +70,26 @@ export async function runCli (serviceUrl, commands = {}) {
 /** A mistake in the command line: printed as one line, exit code 2. */
 class UsageError extends Error {}
 
+/** A command that failed for a reason it can say in one line (a refused load, a migration that failed): exit code 1. */
+export class CommandError extends Error {}
+
 function wholeNumber (values, name) {
   if (!/^\d+$/.test(values[name])) throw new UsageError(`--${name} must be a whole number (got "${values[name]}")`)
   return Number(values[name])
 }
 
+function ratio (values, name) {
+  const v = Number(values[name])
+  if (!/^\d*\.?\d+$/.test(values[name]) || v > 1) throw new UsageError(`--${name} must be a number from 0 to 1 (got "${values[name]}")`)
+  return v
+}
+
 /**
  * Applies the migrations. `waitSeconds`: while PostgreSQL is unreachable, retry this long (a pod
- * that starts with its database, as in a fresh `helm install`, migrates as soon as it answers).
+ * that starts with its database, as in a fresh `helm install`, migrates as soon as it answers);
+ * and the longest wait for each lock (the advisory lock another pod's migrate holds, a table a
+ * migration changes), at least MIN_LOCK_WAIT_S. The service's statement timeout does not apply.
+ * A failure is a CommandError: one line, exit 1.
  */
 export async function migrateCommand (service, { config, log }, waitSeconds = 0) {
   // No request timeouts: a migration, or the wait for another pod's migration lock, may be long.
@@ -81,13 +101,19 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
         await pool.query('SELECT 1')
         break
       } catch (err) {
-        if (!isUnavailable(err) || Date.now() >= deadline) throw err
+        // Not a server still starting: a refused password, a certificate that does not verify.
+        if (!isUnavailable(err)) throw new CommandError(`cannot connect to PostgreSQL: ${err.message}`)
+        if (Date.now() >= deadline) throw new CommandError(`PostgreSQL unreachable${waitSeconds ? ` after ${waitSeconds} s (--wait)` : ''}: ${err.message}`)
         if (!said) log.info({ err: err.message }, `waiting up to ${waitSeconds} s for PostgreSQL`)
         await setTimeout(1000)
       }
     }
-    const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m))
+    const lockTimeoutMs = Math.max(waitSeconds, MIN_LOCK_WAIT_S) * 1000
+    const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m), { lockTimeoutMs })
     log.info(`${applied.length} migration(s) applied, schema up to date`)
+  } catch (err) {
+    if (err instanceof MigrationError || err.severity !== undefined || isUnavailable(err)) throw new CommandError(err.message)
+    throw err
   } finally {
     await pool.end()
   }
@@ -113,7 +139,8 @@ export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, fil
 // again (an upgrade re-creates it) leaves the data that is there alone.
 const replaceOptions = {
   wait: { type: 'string', default: '0' },
-  'if-empty': { type: 'boolean', default: false }
+  'if-empty': { type: 'boolean', default: false },
+  'swap-wait': { type: 'string', default: String(LOAD_DEFAULTS.swapWaitSeconds) }
 }
 
 function generateCommand ({ etlModule, count, defaultCount, files }) {
@@ -136,20 +163,29 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
 }
 
 /**
- * Runs etl/<file> in a worker thread with a capped heap; resolves to the message it posts. Generating
- * or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far past what the
- * work needs: with it, memory stays flat whatever the data size (or the thread fails, loudly).
+ * Runs etl/<file> in a worker thread with a capped heap; resolves to its result (etl/thread.js).
+ * Generating or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far
+ * past what the work needs: with it, memory stays flat whatever the data size (or the thread fails,
+ * loudly). A failure the thread can say in a sentence (a refused load) becomes a CommandError.
  */
 async function inCappedThread (file, workerData) {
   const worker = new Worker(new URL(`./etl/${file}`, import.meta.url), {
     workerData,
     resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: YOUNG_MB }
   })
-  let result
-  worker.on('message', (m) => { result = m })
+  let message = {}
+  worker.on('message', (m) => { message = m })
+  let crash = null
+  worker.on('error', (err) => { crash = err })
   const [code] = await once(worker, 'exit')
+  if (message.failed) {
+    const { message: text, stack, sentence } = message.failed
+    throw sentence ? new CommandError(text) : Object.assign(new Error(text), { stack })
+  }
+  if (crash?.code === 'ERR_WORKER_OUT_OF_MEMORY') throw new CommandError(`out of memory: the ${file.replace('-worker.js', '')} thread's heap is capped at ${HEAP_MB} MB`)
+  if (crash) throw crash
   if (code !== 0) throw new Error(`${file} failed (worker exit ${code})`)
-  return result
+  return message.result
 }
 
 /**
@@ -158,7 +194,7 @@ async function inCappedThread (file, workerData) {
  */
 function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
   return {
-    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs] [--wait SECONDS for PostgreSQL] [--if-empty: only into an empty ${table}]`,
+    summary: `generate the data straight into PostgreSQL (binary COPY, atomic swap), then clear the cache: [--${count} ${defaultCount}] [--seed 1] [--streams CPUs] [--wait SECONDS for PostgreSQL and each lock] [--if-empty: only into an empty ${table}] [--swap-wait ${LOAD_DEFAULTS.swapWaitSeconds}]`,
     options: {
       [count]: { type: 'string', default: String(defaultCount) },
       seed: { type: 'string', default: '1' },
@@ -166,22 +202,41 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
       ...replaceOptions
     },
     async run (values, ctx) {
-      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams') }
+      const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams'), swapWaitSeconds: wholeNumber(values, 'swap-wait') }
       if (options.streams < 1) throw new UsageError('--streams must be at least 1')
       await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, table, values, data: { options } })
     }
   }
 }
 
-/** The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under `cachePrefix`. */
+/**
+ * The `load` command: migrate, run the etlModule's `load`, then clear the cached answers under
+ * `cachePrefix`. A load that is not a plausible replacement (see loadTables) is refused: one line,
+ * exit 1, the live tables and the cache untouched.
+ */
 function loadCommand ({ etlModule, cachePrefix, table }) {
+  const d = LOAD_DEFAULTS
   return {
-    summary: `load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE] [--wait SECONDS for PostgreSQL] [--if-empty: only into an empty ${table}]`,
-    options: { dir: { type: 'string' }, rejects: { type: 'string' }, ...replaceOptions },
+    summary: `load the CSVs of --dir into PostgreSQL (COPY, atomic swap), then clear the cache [--rejects FILE] [--wait SECONDS for PostgreSQL and each lock] [--if-empty: only into an empty ${table}] [--min-rows ${d.minRows}] [--max-reject-ratio ${d.maxRejectRatio}] [--max-record-length ${d.maxRecord}] [--swap-wait ${d.swapWaitSeconds}]`,
+    options: {
+      dir: { type: 'string' },
+      rejects: { type: 'string' },
+      ...replaceOptions,
+      'min-rows': { type: 'string', default: String(d.minRows) },
+      'max-reject-ratio': { type: 'string', default: String(d.maxRejectRatio) },
+      'max-record-length': { type: 'string', default: String(d.maxRecord) }
+    },
     async run (values, ctx) {
       const { dir, rejects } = values
       if (!dir) throw new UsageError('--dir DIR is required')
-      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv` } })
+      const limits = {
+        minRows: wholeNumber(values, 'min-rows'),
+        maxRejectRatio: ratio(values, 'max-reject-ratio'),
+        maxRecord: wholeNumber(values, 'max-record-length'),
+        swapWaitSeconds: wholeNumber(values, 'swap-wait')
+      }
+      if (limits.maxRecord < 1) throw new UsageError('--max-record-length must be at least 1')
+      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
     }
   }
 }

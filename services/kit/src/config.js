@@ -3,6 +3,7 @@
 import { availableParallelism, totalmem } from 'node:os'
 import { getHeapStatistics } from 'node:v8'
 import envSchema from 'env-schema'
+import { redact, isSecretName } from './redact.js'
 
 // Shed load before memory runs out: 90% of this thread's V8 heap limit, and of the container's memory
 // limit (cgroup) when there is one (process.constrainedMemory() is then below the machine's memory).
@@ -82,5 +83,6 @@ function describe (e, env) {
   if (!e) return
   if (e.keyword === 'required') return `config: ${e.params.missingProperty} is required but not set`
   const name = e.instancePath.replace(/^\//, '')
-  return `config: ${name} ${e.message} (got ${JSON.stringify(env[name])})`
+  // The value helps, but never a secret in it: a password setting is not shown, a URL's userinfo is masked.
+  return `config: ${name} ${e.message}${isSecretName(name) ? '' : ` (got ${redact(JSON.stringify(env[name]))})`}`
 }

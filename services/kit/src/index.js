@@ -1,8 +1,9 @@
 // @suite/kit: everything a service needs except its routes, SQL and schemas.
 export { loadConfig, baseSchema, ConfigError } from './config.js'
 export { createLogger } from './logger.js'
+export { redact } from './redact.js'
 export { createMetrics, DURATION_BUCKETS, promClient } from './metrics.js'
-export { createPool, queryDocument, prepared, isUnavailable, connectionLost, withClient } from './pg.js'
+export { createPool, queryDocument, prepared, isUnavailable, connectionOptions, connectionLost, withClient } from './pg.js'
 export { createCache } from './cache.js'
 export { buildApp, errorResponses, errorResponse, errorSchema, httpError, notModifiedResponse } from './app.js'
 export { text, httpUrl, id, INT4_MAX, TEXT_PATTERN } from './validation.js'

@@ -59,6 +59,9 @@ function claimPort (host, port) {
  * @param {string} [name]  the service's name (its probe connection's application_name)
  */
 export async function runWorkers (serviceUrl, config, log, name = 'service') {
+  // Started by a launcher over an IPC channel (npm start): this process stops when the launcher is
+  // gone, however it went (even SIGKILL), instead of serving on as an orphan.
+  if (process.channel) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
   let count = config.WORKERS
   const unsupported = reusePortSupport()
   if (count > 1 && unsupported) {
@@ -172,5 +175,6 @@ export async function runWorkers (serviceUrl, config, log, name = 'service') {
     process.exit(1)
   }
   log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count} worker thread(s)`)
+  process.send?.({ type: 'listening', address: addresses[0] }) // to a launcher: this process, not another, has the port
   return { addresses, workers }
 }

@@ -5,7 +5,10 @@ import assert from 'node:assert/strict'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
-import { CsvParser, parseCsv, copyLine, pgTarget, pgliteTarget, IdSet, seedTable } from '@suite/kit/etl'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { CsvParser, parseCsv, copyLine, pgTarget, pgliteTarget, IdSet, seedTable, loadTables, LoadRefused } from '@suite/kit/etl'
 import { createDatabase } from '@suite/kit/testing/env'
 
 const NASTY = '\ufeffid,name,note\r\n' +
@@ -55,6 +58,63 @@ test('the CSV parser reports the line where each record starts and its raw text'
   parser.push('h\n"a\nb"\nc\r\n\nd')
   parser.end()
   assert.deepEqual(seen, [[1, 'h'], [2, '"a\nb"'], [4, 'c'], [6, 'd']])
+})
+
+// Records past the bound (12 characters here): a long plain line, a long quoted field holding
+// newlines and doubled quotes, and an unclosed quote running to the end; the short ones around them.
+const LONG = 'id,v\n' +
+  '1,short\n' +
+  '2,abcdefghijklmnopqrstuvwxyz\r\n' +
+  '3,"a\n""b"",\nccccccccccccccc"\n' +
+  '4,"a, ""b"""\n' +
+  '5,last\n' +
+  '6,"never closed, and long\n7,x\n8,y\n'
+
+test('the CSV parser rejects a record past maxRecord as tooLong, whatever the chunks, and reads on after it', () => {
+  const read = (chunks) => {
+    const seen = []
+    const parser = new CsvParser((fields, line, raw) => seen.push(fields.tooLong ? [line, 'tooLong', raw] : [line, ...fields]), { maxRecord: 12 })
+    for (const c of chunks) parser.push(c)
+    parser.end()
+    return seen
+  }
+  const want = [
+    [1, 'id', 'v'],
+    [2, '1', 'short'],
+    [3, 'tooLong', '2,abcdefghij…'],
+    [4, 'tooLong', '3,"a\n""b"",\n…'],
+    [7, '4', 'a, "b"'],
+    [8, '5', 'last'],
+    [9, 'tooLong', '6,"never clo…']
+  ]
+  assert.deepEqual(read([LONG]), want)
+  for (let cut = 1; cut < LONG.length; cut++) {
+    for (const size of [1, 2, 5, 13]) {
+      const chunks = [LONG.slice(0, cut)]
+      for (let i = cut; i < LONG.length; i += size) chunks.push(LONG.slice(i, i + size))
+      assert.deepEqual(read(chunks), want, `cut at ${cut}, then chunks of ${size}`)
+    }
+  }
+  assert.deepEqual(read(['a,b\n"x"', '"y"', '"z', '"', ',1\n']), [[1, 'a', 'b'], [2, 'x"y"z', '1']], 'doubled quotes across chunks, within the bound')
+})
+
+test('an unclosed quote of 64 MB: one tooLong record, memory bounded, time linear', () => {
+  const maxRecord = 1 << 20
+  const seen = []
+  const parser = new CsvParser((fields, line, raw) => seen.push([line, fields.tooLong ?? false, raw.length]), { maxRecord })
+  parser.push('id,v\n1,"open')
+  const chunk = 'x'.repeat(1 << 16) + '\n' + '""'.repeat(100)
+  const started = Date.now()
+  let longest = 0
+  for (let i = 0; i < 1024; i++) {
+    parser.push(chunk)
+    longest = Math.max(longest, parser.rest.length)
+  }
+  parser.end()
+  assert.ok(longest <= maxRecord + 1, `the parser held ${longest} characters of one record`)
+  assert.deepEqual(seen, [[1, false, 4], [2, true, 1001]])
+  // Re-scanning the record on every chunk (quadratic) takes minutes; one pass takes well under a second.
+  assert.ok(Date.now() - started < 15_000, `${Date.now() - started} ms`)
 })
 
 const AWKWARD = ['plain', 'tab\there', 'new\nline', 'cr\rhere', 'back\\slash', '\\N', '', null, 'ünïcødé 🧥', 'quote " and , comma']
@@ -165,4 +225,73 @@ test('IdSet: membership, duplicates, growth and very large ids', () => {
   assert.equal(ids.size, 6)
   for (const id of [1, 7, 8, 1_000_000, 2 ** 27 + 5, 2147483647]) assert.ok(ids.has(id))
   for (const id of [2, 6, 9, 999_999, 2 ** 27 + 4, 2147483646]) assert.ok(!ids.has(id))
+})
+
+// The swap against a long reader (a pg_dump, a report): one client holds a read lock on the live
+// table in an open transaction while a load finishes and other clients keep reading.
+async function withLongReader (prefix, body) {
+  const url = await createDatabase(prefix)
+  const dir = await mkdtemp(join(tmpdir(), 'swap-'))
+  const clients = [0, 1, 2].map(() => new pg.Client({ connectionString: url }))
+  const [loader, holder, reader] = clients
+  try {
+    for (const c of clients) await c.connect()
+    await loader.query('CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL)')
+    await loader.query("INSERT INTO items SELECT i, 'old ' || i FROM generate_series(1, 10) i")
+    await writeFile(join(dir, 'items.csv'), 'id,name\n' + Array.from({ length: 500 }, (_, i) => `${i + 1},new ${i + 1}\n`).join(''))
+    await holder.query('BEGIN')
+    await holder.query('SELECT count(*) FROM items')
+    // The services' setting: a query queued behind the swap for longer than this fails.
+    await reader.query('SET statement_timeout = 3000')
+    const count = async () => (await reader.query('SELECT count(*)::int AS n FROM items')).rows[0].n
+    const load = (swapWaitSeconds) => loadTables({
+      db: pgTarget(loader),
+      dir,
+      tables: [{ file: 'items.csv', table: 'items', columns: { id: 'id', name: 'text' }, primaryKey: 'id' }],
+      rejectsFile: join(dir, 'rejects.csv'),
+      progress: false,
+      swapWaitSeconds
+    })
+    await body({ holder, count, load, loader })
+  } finally {
+    for (const c of clients) await c.end().catch(() => {})
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+test('the swap waits for a long reader with a short lock_timeout and retries: other readers are never queued behind it', async () => {
+  await withLongReader('swapwait', async ({ holder, count, load }) => {
+    let done = false
+    const loading = load(60).finally(() => { done = true })
+    // For 4 s the swap tries and backs off; every other read in the meantime answers, and in time.
+    const until = Date.now() + 4000
+    let reads = 0
+    while (Date.now() < until) {
+      const t0 = Date.now()
+      assert.equal(await count(), 10, 'the old table until the swap')
+      assert.ok(Date.now() - t0 < 2500, `a read waited ${Date.now() - t0} ms behind the swap`)
+      reads++
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    assert.equal(done, false, 'the swap waits while the long reader holds the table')
+    assert.ok(reads > 5)
+    await holder.query('COMMIT')
+    await loading
+    assert.equal(await count(), 500)
+  })
+})
+
+test('the swap gives up after --swap-wait: LoadRefused in one line, the live table and nothing else left', async () => {
+  await withLongReader('swapgiveup', async ({ count, load, loader }) => {
+    const started = Date.now()
+    await assert.rejects(load(2), (err) => {
+      assert.ok(err instanceof LoadRefused)
+      assert.match(err.message, /^swap: could not lock items in \d+ tries over 2 s \(--swap-wait\): a long transaction is reading them$/)
+      return true
+    })
+    assert.ok(Date.now() - started < 10_000)
+    assert.equal(await count(), 10)
+    const { rows } = await loader.query("SELECT count(*)::int AS n FROM pg_class WHERE relname = 'items_load'")
+    assert.equal(rows[0].n, 0, 'the loaded copy is dropped')
+  })
 })

@@ -1,17 +1,25 @@
 // The migrate command against a real PostgreSQL that is not up yet: with --wait it retries until the
-// server answers (a pod starting together with its database), without it it fails at once.
+// server answers (a pod starting together with its database), without it it fails at once. And
+// under its own session settings: a slow migration, a wait for the lock of another migrate run or
+// for a table a long reader holds, are bounded by --wait, not by the service's statement timeout.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { mkdtemp, rm, writeFile, copyFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { startPostgres, databaseEnv } from '@suite/kit/testing'
+import { createDatabase } from '@suite/kit/testing/env'
 
 const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
+const fixtureMigration = fileURLToPath(new URL('./fixture/migrations/001_fixture.sql', import.meta.url))
 
 function migrate (url, ...args) {
-  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, ...databaseEnv(url), PG_CONNECT_TIMEOUT_MS: '500' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const env = typeof args.at(-1) === 'object' ? args.pop() : {}
+  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, ...databaseEnv(url), PG_CONNECT_TIMEOUT_MS: '500', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })
@@ -52,4 +60,90 @@ test('migrate --wait also waits while the database host does not resolve yet, th
   assert.ok(Date.now() - started >= 1500, `gave up after ${Date.now() - started} ms: ${run.out()}`)
   assert.match(run.out(), /waiting up to 2 s for PostgreSQL/)
   assert.match(run.out(), /db-not-created-yet\.invalid/)
+})
+
+/**
+ * A fresh database, a folder of migrations (the fixture's 001, then `files`: name → SQL) and a
+ * client of its own; runs body({ url, dir, client, run(...args) }) where run is migrate with the
+ * folder and the service's statement timeout set to 300 ms.
+ */
+async function withMigrations (files, body) {
+  const url = await createDatabase('migrate')
+  const dir = await mkdtemp(join(tmpdir(), 'migrations-'))
+  const client = new pg.Client({ connectionString: url })
+  try {
+    await copyFile(fixtureMigration, join(dir, '001_fixture.sql'))
+    for (const [name, sql] of Object.entries(files)) await writeFile(join(dir, name), sql)
+    await client.connect()
+    const run = (...args) => migrate(url, ...args, { FIXTURE_MIGRATIONS: dir, PG_STATEMENT_TIMEOUT_MS: '300' })
+    await body({ url, dir, client, run })
+  } finally {
+    await client.end()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+const LOCK_KEY = 7_310_001 // migrate.js's
+const oneLine = (out, pattern) => {
+  assert.match(out, pattern)
+  assert.doesNotMatch(out, /^\s+at /m, 'no stack trace')
+}
+
+test('migrate: a migration longer than the service\'s statement timeout runs to its end', async () => {
+  await withMigrations({ '002_slow.sql': 'SELECT pg_sleep(1.2); CREATE TABLE slow_done (id int)' }, async ({ client, run }) => {
+    const r = run()
+    assert.equal(await r.exited, 0, r.out())
+    const { rows } = await client.query("SELECT to_regclass('slow_done') IS NOT NULL AS done, (SELECT count(*)::int FROM schema_migrations) AS n")
+    assert.deepEqual(rows[0], { done: true, n: 2 })
+  })
+})
+
+test('migrate --wait: waits for another run\'s advisory lock past the statement timeout, and gives up after --wait in one line', async () => {
+  await withMigrations({}, async ({ client, run }) => {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
+    const waiting = run('--wait', '20')
+    await sleep(1500)
+    assert.equal(waiting.child.exitCode, null, `still waiting for the lock: ${waiting.out()}`)
+    await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY])
+    assert.equal(await waiting.exited, 0, waiting.out())
+
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
+    const started = Date.now()
+    const givingUp = run() // --wait 0: still at least 5 s for a lock
+    assert.equal(await givingUp.exited, 1, givingUp.out())
+    assert.ok(Date.now() - started >= 4500, `gave up after ${Date.now() - started} ms`)
+    oneLine(givingUp.out(), /^fixture migrate: another migrate run has held the migration lock for more than 5 s; it may still be running/m)
+  })
+})
+
+test('migrate: one transaction per file; a failing one is rolled back and named in one line, the ones before it stay', async () => {
+  await withMigrations({
+    '002_ok.sql': 'CREATE TABLE two (id int)',
+    '003_bad.sql': 'CREATE TABLE three (id int); SELECT 1 / 0',
+    '004_later.sql': 'CREATE TABLE four (id int)'
+  }, async ({ client, run }) => {
+    const r = run()
+    assert.equal(await r.exited, 1, r.out())
+    oneLine(r.out(), /^fixture migrate: migration 003_bad\.sql failed, rolled back: division by zero$/m)
+    const { rows } = await client.query(`SELECT to_regclass('two') IS NOT NULL AS two, to_regclass('three') IS NOT NULL AS three,
+      to_regclass('four') IS NOT NULL AS four, (SELECT array_agg(version ORDER BY version) FROM schema_migrations) AS versions`)
+    assert.deepEqual(rows[0], { two: true, three: false, four: false, versions: ['001_fixture', '002_ok'] })
+  })
+})
+
+test('migrate: a migration behind a long reader\'s table lock waits up to --wait (at least 5 s), then fails in one line, rolled back', async () => {
+  await withMigrations({ '002_alter.sql': 'ALTER TABLE fixture_items ADD COLUMN note text' }, async ({ url, client, run }) => {
+    const first = migrate(url, { FIXTURE_MIGRATIONS: fileURLToPath(new URL('./fixture/migrations/', import.meta.url)) })
+    assert.equal(await first.exited, 0, first.out()) // 001 only
+    await client.query('BEGIN')
+    await client.query('SELECT count(*) FROM fixture_items') // the long reader
+    const r = run('--wait', '2')
+    assert.equal(await r.exited, 1, r.out())
+    oneLine(r.out(), /^fixture migrate: migration 002_alter\.sql failed, rolled back: waited more than 5 s for a lock: a long transaction holds a table it changes$/m)
+    await client.query('COMMIT')
+    const again = run('--wait', '2')
+    assert.equal(await again.exited, 0, again.out())
+    const { rows } = await client.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'fixture_items' AND column_name = 'note'")
+    assert.equal(rows[0].n, 1)
+  })
 })

@@ -110,6 +110,42 @@ export async function createDatabase (adminUrl, prefix = 'test') {
 }
 
 /**
+ * Samples the peak resident memory (VmHWM, Linux) of process `pid` every 100 ms until stop(), which
+ * returns it in MB: the high-water mark, so a peak between two samples is not missed.
+ */
+export function watchMemory (pid) {
+  let peakKb = 0
+  const sample = () => {
+    try {
+      peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0))
+    } catch {} // gone already
+  }
+  const timer = setInterval(sample, 100)
+  return {
+    stop () {
+      clearInterval(timer)
+      sample()
+      return Math.round(peakKb / 1024)
+    }
+  }
+}
+
+/**
+ * The processes (pids) whose environment holds `name=value` (Linux /proc): give a command a unique
+ * marker variable, and whatever it started and left behind — servers, services — is found by it.
+ */
+export function processesWithEnv (name, value) {
+  const want = `${name}=${value}`
+  const found = []
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(want)) found.push(Number(pid))
+    } catch {} // gone, or not ours to read
+  }
+  return found
+}
+
+/**
  * Starts a PostgreSQL server in a temporary directory on a free loopback port.
  * `settings` are extra `-c name=value` server settings (a benchmark passes bulk-load tuning here).
  * Returns { url, port, dir, createDatabase(), stop({ keepData }), start(), pause(), resume(), kill(),
@@ -267,11 +303,17 @@ export async function startService ({ entry, args = [], env = {}, port, readyPat
   })
   const logs = collect(child)
   const url = `http://127.0.0.1:${port}`
-  await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${logs()}`)
-    const res = await fetch(url + readyPath)
-    return res.status === 200
-  }, `service ${entry}`, timeoutMs)
+  try {
+    await waitFor(async () => {
+      if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${logs()}`)
+      const res = await fetch(url + readyPath)
+      return res.status === 200
+    }, `service ${entry}`, timeoutMs)
+  } catch (err) {
+    // Never ready (a machine too busy, say): the test fails, and the process must not outlive it.
+    child.kill('SIGKILL')
+    throw err
+  }
   return {
     url,
     port,

@@ -8,14 +8,14 @@ export { generate } from './generate.js'
 export { tables }
 
 /** Loads menus.csv of `dir` (swapping the table at once); the `load` command clears the cache. */
-export function load ({ db, dir, rejectsFile = `${dir}/rejects.csv`, progress }) {
-  return loadTables({ db, dir, tables, rejectsFile, progress })
+export function load ({ db, dir, rejectsFile = `${dir}/rejects.csv`, progress, ...limits }) {
+  return loadTables({ db, dir, tables, rejectsFile, progress, ...limits })
 }
 
 const [OPEN, COMMA, CLOSE] = ['[', ',', ']'].map((c) => Buffer.from(c))
 
 /** The menus `generate` writes, for the same seed, straight into PostgreSQL over `streams` connections. */
-export function seed ({ connect, menus, seed = 1, streams, progress, partSize = PART }) {
+export function seed ({ connect, menus, seed = 1, streams, progress, partSize = PART, swapWaitSeconds }) {
   const pool = dishPool(seed).map((json) => Buffer.from(json))
   // A menu's JSON array as pieces: the dishes' pre-encoded JSON between brackets and commas.
   const pieces = (dishes) => {
@@ -35,6 +35,7 @@ export function seed ({ connect, menus, seed = 1, streams, progress, partSize = 
     parts: Math.ceil(menus / partSize),
     rows,
     streams,
-    progress
+    progress,
+    swapWaitSeconds
   })
 }

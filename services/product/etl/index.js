@@ -10,6 +10,6 @@ export { tables }
  * afterwards: the caller clears the cache (the `load` command does).
  * @returns the loader's summary
  */
-export function load ({ db, dir, rejectsFile = `${dir}/rejects.csv`, progress }) {
-  return loadTables({ db, dir, tables, rejectsFile, progress })
+export function load ({ db, dir, rejectsFile = `${dir}/rejects.csv`, progress, ...limits }) {
+  return loadTables({ db, dir, tables, rejectsFile, progress, ...limits })
 }

@@ -6,6 +6,6 @@ export { generate } from './generate.js'
 export { tables }
 
 /** Loads restaurants.csv of `dir` (atomic table swap; the id sequence moves past the loaded ids). */
-export function load ({ db, dir, rejectsFile = `${dir}/rejects.csv`, progress }) {
-  return loadTables({ db, dir, tables, rejectsFile, progress })
+export function load ({ db, dir, rejectsFile = `${dir}/rejects.csv`, progress, ...limits }) {
+  return loadTables({ db, dir, tables, rejectsFile, progress, ...limits })
 }

@@ -2,33 +2,110 @@
 // complete record is handed to a callback at once, so memory holds one chunk and one partial record.
 // Quoted fields may hold commas, doubled quotes and newlines; lines end in LF or CRLF; a leading BOM
 // is dropped; a last record without a newline still counts.
+// A record longer than `maxRecord` characters (an unclosed quote, a file that is not CSV) is handed
+// over as `fields.tooLong` with the first RAW_KEPT characters of its text, and the rest of it is
+// skipped by a scan that keeps no text: time stays linear and memory bounded whatever the input.
 
 const COMMA = 44
 const LF = 10
 const CR = 13
 const QUOTE = 34
 
+/** Default bound on a record's length, in characters: 4 Mi (a 1 MiB menu, its quotes doubled, fits). */
+export const MAX_RECORD = 4 * 1024 * 1024
+/** Characters of a too-long record kept as its raw text (for the rejects file). */
+export const RAW_KEPT = 1000
+
+// States of the scan that skips a too-long record (the grammar of parse(), without the text).
+const FIELD_START = 0
+const UNQUOTED = 1
+const QUOTED = 2
+const QUOTE_SEEN = 3 // a quote inside a quoted field: closing, or the first of a doubled pair
+
 export class CsvParser {
-  /** @param {(fields: string[], line: number, raw: string) => void} onRecord  line: where the record starts */
-  constructor (onRecord) {
+  /**
+   * @param {(fields: string[], line: number, raw: string) => void} onRecord  line: where the record starts
+   * @param {{ maxRecord?: number }} [options]  maxRecord: the longest record, in characters
+   */
+  constructor (onRecord, { maxRecord = MAX_RECORD } = {}) {
     this.onRecord = onRecord
+    this.maxRecord = maxRecord
     this.rest = ''
     this.line = 1
     this.first = true
+    this.skipping = null // while skipping a too-long record: { state, newlines }
   }
 
   push (chunk) {
+    if (this.skipping) {
+      const end = this.skip(chunk, 0)
+      if (end === -1) return
+      chunk = chunk.slice(end)
+    }
     let s = this.rest ? this.rest + chunk : chunk
     if (this.first) {
       if (s.charCodeAt(0) === 0xfeff) s = s.slice(1)
       this.first = false
     }
     this.rest = s.slice(this.parse(s, false))
+    // What is left is one incomplete record: past the bound, it is rejected without waiting for its
+    // end (+ 1: the CR of a CRLF whose LF is still to come is not part of the record).
+    if (this.rest.length > this.maxRecord + 1) {
+      const rest = this.rest
+      this.rest = ''
+      this.tooLong(rest)
+      this.skipping = { state: FIELD_START, newlines: 0 }
+      const end = this.skip(rest, 0)
+      if (end !== -1) throw new Error('CsvParser: a record left over by parse() has an end') // cannot happen
+    }
   }
 
   end () {
     if (this.rest) this.parse(this.rest, true)
     this.rest = ''
+    this.skipping = null // a too-long record that runs to the end of the input: already reported
+  }
+
+  // Hands over a record that is too long: its fields are not read, its text only in part.
+  tooLong (raw) {
+    const fields = []
+    fields.tooLong = true
+    this.onRecord(fields, this.line, raw.slice(0, Math.min(RAW_KEPT, this.maxRecord)) + '…')
+  }
+
+  // Scans s from `from` for the end of the record being skipped, counting its newlines; returns the
+  // position after its final LF, or -1 when s ends inside it. Keeps only the state, never the text.
+  skip (s, from) {
+    const k = this.skipping
+    const n = s.length
+    let i = from
+    let lf = -2 // the next LF at or after i, once looked up (-1: none left in s)
+    while (i < n) {
+      if (k.state === QUOTED) {
+        // Inside quotes only a quote matters: jump to it, counting the newlines passed.
+        const q = s.indexOf('"', i)
+        const stop = q === -1 ? n : q
+        if (lf !== -1 && lf < i) lf = s.indexOf('\n', i)
+        for (; lf !== -1 && lf < stop; lf = s.indexOf('\n', lf + 1)) k.newlines++
+        if (q === -1) return -1
+        k.state = QUOTE_SEEN
+        i = q + 1
+        continue
+      }
+      const c = s.charCodeAt(i++)
+      if (c === LF) {
+        this.line += 1 + k.newlines
+        this.skipping = null
+        return i
+      } else if (c === COMMA) {
+        k.state = FIELD_START
+      } else if (c === QUOTE) {
+        k.state = k.state === FIELD_START || k.state === QUOTE_SEEN ? QUOTED : UNQUOTED
+      } else {
+        k.state = UNQUOTED
+      }
+    }
+    return -1
   }
 
   // Parses whole records from s; returns where the first incomplete one starts.
@@ -42,7 +119,8 @@ export class CsvParser {
       const lf = s.indexOf('\n', pos)
       if (lf !== -1 && (nextQuote === -1 || nextQuote > lf)) {
         const raw = s.charCodeAt(lf - 1) === CR ? s.slice(pos, lf - 1) : s.slice(pos, lf)
-        if (raw !== '') this.onRecord(raw.split(','), this.line, raw)
+        if (raw.length > this.maxRecord) this.tooLong(raw)
+        else if (raw !== '') this.onRecord(raw.split(','), this.line, raw)
         this.line++
         pos = lf + 1
         continue
@@ -99,7 +177,8 @@ export class CsvParser {
       }
       const raw = s.slice(pos, s.charCodeAt(i - 1) === LF ? i - 1 : i).replace(/\r$/, '')
       // A blank line is not a record.
-      if (!(fields.length === 1 && fields[0] === '')) this.onRecord(fields, this.line, raw)
+      if (raw.length > this.maxRecord) this.tooLong(raw)
+      else if (!(fields.length === 1 && fields[0] === '')) this.onRecord(fields, this.line, raw)
       this.line += 1 + newlines
       pos = i
       if (done) break
@@ -109,6 +188,10 @@ export class CsvParser {
 
   // An opening quote never closed before the end of input: the rest is one malformed record.
   finishBroken (s, pos, fields, i) {
+    if (s.length - pos > this.maxRecord) {
+      this.tooLong(s.slice(pos))
+      return s.length
+    }
     fields.push(s.slice(i + 1))
     fields.unclosedQuote = true
     this.onRecord(fields, this.line, s.slice(pos))
@@ -117,9 +200,9 @@ export class CsvParser {
 }
 
 /** Parses a whole string; for tests and small inputs. */
-export function parseCsv (text) {
+export function parseCsv (text, options) {
   const records = []
-  const p = new CsvParser((fields, line) => records.push(fields))
+  const p = new CsvParser((fields, line) => records.push(fields), options)
   p.push(text)
   p.end()
   return records

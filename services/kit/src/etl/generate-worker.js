@@ -1,6 +1,7 @@
 // The thread in which the `generate` command runs a service's generator (see cli.js for why a thread).
-import { workerData, parentPort } from 'node:worker_threads'
+import { workerData } from 'node:worker_threads'
+import { runInThread } from './thread.js'
 
 const { etlModule, options } = workerData
 const { generate } = await import(etlModule)
-parentPort.postMessage(await generate(options))
+await runInThread(() => generate(options))

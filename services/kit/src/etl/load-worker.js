@@ -3,13 +3,17 @@ import { workerData } from 'node:worker_threads'
 import pg from 'pg'
 import { pgTarget } from './copy.js'
 import { connectionOptions } from '../pg.js'
+import { runInThread } from './thread.js'
 
-const { etlModule, databaseUrl, databasePassword, applicationName, dir, rejectsFile, progress } = workerData
+const { etlModule, databaseUrl, databasePassword, applicationName, dir, rejectsFile, progress, limits } = workerData
 const { load } = await import(etlModule)
-const client = new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName })
-await client.connect()
-try {
-  await load({ db: pgTarget(client), dir, rejectsFile, progress })
-} finally {
-  await client.end()
-}
+await runInThread(async () => {
+  const client = new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName })
+  await client.connect()
+  try {
+    const summary = await load({ db: pgTarget(client), dir, rejectsFile, progress, ...limits })
+    return summary.files.map((f) => ({ file: f.file, loaded: f.loaded, rejected: f.rejected }))
+  } finally {
+    await client.end()
+  }
+})

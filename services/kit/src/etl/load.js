@@ -5,18 +5,38 @@
 //   one short transaction. Readers see the old data until the swap; running a load twice gives the
 //   same state. Every row that is not loaded is written to the rejects file with its reason, and
 //   every row changed on the way is counted as a fix: nothing is dropped or altered silently.
+// A load whose files are not a plausible replacement (missing, empty, no header, too few rows, too
+// many rejected) is refused before the swap: the live tables are never touched.
 import { createReadStream, createWriteStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { once } from 'node:events'
 import { finished } from 'node:stream/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
-import { CsvParser } from './csv.js'
+import { CsvParser, MAX_RECORD } from './csv.js'
 import { copyLine } from './copy.js'
 import { IdSet } from './idset.js'
 import { createProgress } from './progress.js'
 
 const INT4_MAX = 2147483647
 const FLUSH_AT = 1 << 16 // characters of COPY text per write
+
+/** What a load accepts by default (the `load` command's --min-rows, --max-reject-ratio, --max-record-length, --swap-wait). */
+export const LOAD_DEFAULTS = {
+  minRows: 1, // rows loaded from each file, at least
+  maxRejectRatio: 0.01, // of the rows read from each file, at most this fraction rejected…
+  maxRecord: MAX_RECORD, // characters of one CSV record
+  swapWaitSeconds: 300 // how long the swap keeps trying to take its locks
+}
+// …beyond this many: a small file with a few bad rows is still a plausible replacement.
+const REJECTS_ALLOWED = 10
+// The swap asks for its locks with this lock_timeout, then lets readers run for the same time
+// before it asks again: a long reader (pg_dump) delays other readers by at most this much, instead
+// of making them queue behind the swap's DROP TABLE until their statement timeout.
+export const SWAP_LOCK_TIMEOUT_MS = 1000
+
+/** The load did not swap: its input is not a plausible replacement, or it could not take its locks. Its message is one line. */
+export class LoadRefused extends Error {}
 
 /**
  * Column types: each turns the CSV text into the COPY value, or returns REJECT.
@@ -29,10 +49,11 @@ const types = {
   count: (s) => (isDigits(s) && +s <= INT4_MAX ? s : REJECT),
   price: (s) => (/^\d{1,10}(\.\d+)?$/.test(s) ? s : REJECT),
   bool: (s) => (s === '1' || s === 'true' ? 't' : s === '0' || s === 'false' ? 'f' : REJECT),
-  text: (s) => s,
   // For a json/jsonb column: a row with broken JSON is rejected here, not the whole COPY there.
   // (jsonb also refuses \u0000, which JSON.parse accepts.)
-  json: (s) => (isJson(s) && !s.includes('\\u0000') ? s : REJECT)
+  json: (s) => (isJson(s) && !s.includes('\\u0000') ? s : REJECT),
+  // PostgreSQL text cannot hold a NUL character: a row with one (binary bytes) would fail the whole COPY.
+  text: (s) => (s.includes('\0') ? REJECT : s)
 }
 // 1 to 10 ASCII digits (what a positive int4 can be written as), without a regular expression.
 function isDigits (s) {
@@ -70,44 +91,91 @@ function converter (type) {
  */
 
 /**
- * @param {{ db: object, dir: string, tables: TableSpec[], rejectsFile: string, progress?: true|'lines'|false, out?: NodeJS.WritableStream }} o
+ * @param {{ db: object, dir: string, tables: TableSpec[], rejectsFile: string, progress?: true|'lines'|false, out?: NodeJS.WritableStream,
+ *   minRows?: number, maxRejectRatio?: number, maxRecord?: number, swapWaitSeconds?: number }} o
  *   db: pgTarget(client) or pgliteTarget(pglite); tables in dependency order (referenced first);
- *   progress: true a redrawn bar (a terminal), 'lines' a plain line every 5 s, false nothing
+ *   progress: true a redrawn bar (a terminal), 'lines' a plain line every 5 s, false nothing;
+ *   the limits: see LOAD_DEFAULTS
  * @returns summary: { files: [...], tables: string[], rejectsFile, seconds, phases }
+ * @throws {LoadRefused} when a file is missing, empty or without the columns, loads fewer than minRows
+ *   rows or rejects more than maxRejectRatio of them, or the swap cannot lock the tables within
+ *   swapWaitSeconds; the live tables are then as they were
  */
-export async function loadTables ({ db, dir, tables, rejectsFile, progress = process.stderr.isTTY ? true : 'lines', out = process.stderr }) {
+export async function loadTables ({ db, dir, tables, rejectsFile, progress = process.stderr.isTTY ? true : 'lines', out = process.stderr, ...options }) {
+  const limits = { ...LOAD_DEFAULTS, ...definedOnly(options) }
   const started = Date.now()
   const phases = {}
   const keys = new Map() // table -> IdSet of its primary keys, for references
-  const rejects = createWriteStream(rejectsFile)
-  rejects.write('file,line,reason,row\n')
+  // Every file is there before anything is read: a missing last file must not cost a whole load.
+  for (const spec of tables) await statFile(dir, spec.file)
   const files = []
   try {
-    for (const spec of tables) {
-      const t0 = Date.now()
-      files.push(await copyFile({ db, dir, spec, keys, rejects, progress, out }))
-      phases[`copy ${spec.file}`] = seconds(t0)
+    const rejects = createWriteStream(rejectsFile)
+    rejects.write('file,line,reason,row\n')
+    try {
+      for (const spec of tables) {
+        const t0 = Date.now()
+        const result = await copyFile({ db, dir, spec, keys, rejects, progress, out, maxRecord: limits.maxRecord })
+        files.push(result)
+        phases[`copy ${spec.file}`] = seconds(t0)
+        plausible(result, limits)
+      }
+    } finally {
+      rejects.end()
+      await finished(rejects)
     }
-  } finally {
-    rejects.end()
-    await finished(rejects)
+    let t0 = Date.now()
+    for (const spec of tables) await buildIndexes(db, spec.table)
+    phases.indexes = seconds(t0)
+    t0 = Date.now()
+    await swap(db, tables, limits)
+    phases.swap = seconds(t0)
+  } catch (err) {
+    // The loaded copies are of no use now (and can be large): dropped, the live tables untouched.
+    for (const spec of tables) await db.query(`DROP TABLE IF EXISTS ${spec.table}_load`).catch(() => {})
+    if (err instanceof LoadRefused && files.length && progress !== false) out.write(formatSummary({ files, rejectsFile, seconds: seconds(started), phases }))
+    throw err
   }
-  let t0 = Date.now()
-  for (const spec of tables) await buildIndexes(db, spec.table)
-  phases.indexes = seconds(t0)
-  t0 = Date.now()
-  await swap(db, tables)
-  phases.swap = seconds(t0)
   const summary = { files, tables: tables.map((s) => s.table), rejectsFile, seconds: seconds(started), phases }
   if (progress !== false) out.write(formatSummary(summary))
   return summary
 }
 
+const definedOnly = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
+
+async function statFile (dir, file) {
+  const path = join(dir, file)
+  let st
+  try {
+    st = await stat(path)
+  } catch (err) {
+    throw new LoadRefused(`${file}: ${err.code === 'ENOENT' ? 'not found' : 'cannot be read'} in ${dir}`)
+  }
+  if (!st.isFile()) throw new LoadRefused(`${file}: not a file, in ${dir}`)
+  return st
+}
+
+// A file is a plausible replacement of its table when it loaded at least minRows rows and rejected
+// no more than maxRejectRatio of the rows read (or no more than REJECTS_ALLOWED).
+function plausible (f, { minRows, maxRejectRatio }) {
+  const n = (x) => x.toLocaleString('en-US')
+  const why = Object.entries(f.reasons).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([r, c]) => `${r} ${n(c)}`).join(', ')
+  if (f.loaded < minRows) {
+    throw new LoadRefused(`${f.file}: ${n(f.loaded)} rows loaded (${n(f.read)} read${f.rejected ? `, ${n(f.rejected)} rejected: ${why}` : ''}), fewer than --min-rows ${n(minRows)}`)
+  }
+  if (f.rejected > REJECTS_ALLOWED && f.rejected > maxRejectRatio * f.read) {
+    throw new LoadRefused(`${f.file}: ${n(f.rejected)} of ${n(f.read)} rows rejected (${why}), more than --max-reject-ratio ${maxRejectRatio}`)
+  }
+}
+
+// A header or a record shown in a message: one line, printable, short.
+const shown = (text) => JSON.stringify(text.length > 80 ? text.slice(0, 80) + '…' : text)
+
 const seconds = (since) => Math.round((Date.now() - since) / 100) / 10
 
-async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
+async function copyFile ({ db, dir, spec, keys, rejects, progress, out, maxRecord }) {
   const path = join(dir, spec.file)
-  const { size } = await stat(path)
+  const { size } = await statFile(dir, spec.file)
   const names = Object.keys(spec.columns)
   const convert = names.map((n) => converter(spec.columns[n]))
   const pkIndex = spec.primaryKey ? names.indexOf(spec.primaryKey) : -1
@@ -133,15 +201,21 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
   }
   const onRecord = (fields, line, raw) => {
     if (!order) {
+      if (fields.tooLong) throw new LoadRefused(`${spec.file}: the header is longer than --max-record-length ${maxRecord}: not a CSV file?`)
       header = fields.map((h) => h.trim())
       order = names.map((n) => {
         const at = header.findIndex((h) => h === n || spec.aliases?.[n]?.includes(h))
-        if (at === -1) throw new Error(`${spec.file}: no column ${n} in header ${header.join(',')}`)
+        if (at === -1) {
+          const other = header.length === 1 && [';', '\t', '|'].find((d) => raw.includes(d))
+          throw new LoadRefused(`${spec.file}: no column ${n} in the header ${shown(raw)}` +
+            (other ? ` (${JSON.stringify(other)}-separated? the columns must be separated by commas)` : ''))
+        }
         return at
       })
       return
     }
     result.read++
+    if (fields.tooLong) return reject('record_too_long', line, raw)
     if (fields.unclosedQuote) return reject('unclosed_quote', line, raw)
     if (fields.length !== header.length) {
       const fix = spec.fix?.(fields, header)
@@ -176,7 +250,7 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
     copy = db.copy(`COPY ${load} (${columns.join(', ')}) FROM STDIN WITH (FREEZE)`)
     const copied = finished(copy)
     copied.catch(() => {}) // awaited below; an early failure must not be an unhandled rejection
-    const parser = new CsvParser(onRecord)
+    const parser = new CsvParser(onRecord, { maxRecord })
     let bytes = 0
     for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
       bytes += Buffer.byteLength(chunk) // progress in bytes of the file, not characters
@@ -189,6 +263,7 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out }) {
       meter?.update(result.read, bytes)
     }
     parser.end()
+    if (!order) throw new LoadRefused(`${spec.file}: empty, not even a header`)
     if (buffer) copy.write(buffer)
     buffer = ''
     copy.end()
@@ -231,10 +306,32 @@ async function plainIndexes (db, table) {
   return rows
 }
 
-// One short transaction: readers switch from the old tables to the new ones all at once.
-export async function swap (db, specs) {
+/**
+ * One short transaction: readers switch from the old tables to the new ones all at once. Its locks
+ * are asked for with a short lock_timeout (SWAP_LOCK_TIMEOUT_MS) and asked for again until
+ * `swapWaitSeconds` have passed; then LoadRefused (the new tables stay `<table>_load`).
+ */
+export async function swap (db, specs, { swapWaitSeconds = LOAD_DEFAULTS.swapWaitSeconds, lockTimeoutMs = SWAP_LOCK_TIMEOUT_MS } = {}) {
+  const deadline = Date.now() + swapWaitSeconds * 1000
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await swapOnce(db, specs, lockTimeoutMs)
+    } catch (err) {
+      if (err.code !== '55P03') throw err // lock_not_available: a reader holds a table longer than the lock_timeout
+      if (Date.now() + lockTimeoutMs >= deadline) {
+        throw new LoadRefused(`swap: could not lock ${specs.map((s) => s.table).join(', ')} in ${attempt} tries over ${swapWaitSeconds} s (--swap-wait): a long transaction is reading them`)
+      }
+      await sleep(lockTimeoutMs)
+    }
+  }
+}
+
+async function swapOnce (db, specs, lockTimeoutMs) {
   await db.query('BEGIN')
   try {
+    await db.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`)
+    // Every lock first, in one statement: the rest of the transaction then waits on nothing.
+    await db.query(`LOCK TABLE ${specs.map((s) => s.table).join(', ')} IN ACCESS EXCLUSIVE MODE`)
     for (const { table, sequence, primaryKey } of specs) {
       const { rows: constraints } = await db.query(
         "SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype IN ('p', 'u')", [table])

@@ -1,8 +1,9 @@
 // The thread in which `seedCommand` runs a service's seed (see cli.js for why a thread).
-import { workerData, parentPort } from 'node:worker_threads'
+import { workerData } from 'node:worker_threads'
 import pg from 'pg'
 import { pgTarget } from './copy.js'
 import { connectionOptions } from '../pg.js'
+import { runInThread } from './thread.js'
 
 const { etlModule, databaseUrl, databasePassword, applicationName, options, progress } = workerData
 const { seed } = await import(etlModule)
@@ -11,4 +12,4 @@ async function connect () {
   await client.connect()
   return { ...pgTarget(client), end: () => client.end() }
 }
-parentPort.postMessage(await seed({ ...options, connect, progress }))
+await runInThread(() => seed({ ...options, connect, progress }))

@@ -26,9 +26,10 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
  * @param {number} o.parts               how many parts there are
  * @param {(part: number) => Iterable<any[]>} o.rows  the rows of one part
  * @param {number} [o.streams]           connections at once (default: the machine's CPUs)
+ * @param {number} [o.swapWaitSeconds]   how long the swap keeps asking for its locks (see load.js swap)
  * @returns {{ table, rows, seconds, phases }}
  */
-export async function seedTable ({ connect, spec, parts, rows, streams = availableParallelism(), progress = process.stderr.isTTY ? true : 'lines', out = process.stderr }) {
+export async function seedTable ({ connect, spec, parts, rows, streams = availableParallelism(), progress = process.stderr.isTTY ? true : 'lines', out = process.stderr, swapWaitSeconds }) {
   const started = Date.now()
   const { table } = spec
   const load = `${table}_load`
@@ -96,7 +97,7 @@ export async function seedTable ({ connect, spec, parts, rows, streams = availab
     await buildIndexes(db, table)
     phases.indexes = seconds(t0)
     t0 = Date.now()
-    await swap(db, [spec])
+    await swap(db, [spec], { swapWaitSeconds })
     phases.swap = seconds(t0)
     const summary = { table, rows: sent, seconds: seconds(started), phases }
     if (progress !== false) out.write(`${table}: ${sent.toLocaleString('en-US')} rows in ${summary.seconds} s (${Object.entries(phases).map(([p, s]) => `${p} ${s} s`).join(', ')})\n`)
