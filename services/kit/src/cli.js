@@ -33,7 +33,7 @@ export async function runCli (serviceUrl, commands = {}) {
   const service = (await import(serviceUrl)).default
   const prog = `node ${relative(process.cwd(), process.argv[1]) || process.argv[1]}`
   const all = {
-    serve: { summary: 'run the HTTP API on WORKERS threads (settings from the environment)', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log) },
+    serve: { summary: 'run the HTTP API on WORKERS threads (settings from the environment)', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log, service.name) },
     migrate: {
       summary: 'apply the SQL migrations (idempotent, advisory-locked)',
       options: { wait: { type: 'string', value: 'SECONDS', default: '0', help: `while PostgreSQL is unreachable, retry this long; also the longest wait for each lock (at least ${MIN_LOCK_WAIT_S})` } },
@@ -100,7 +100,8 @@ export class CommandError extends UserError {}
  * A failure is a CommandError: one line, exit 1.
  */
 export async function migrateCommand (service, { config, log }, waitSeconds = 0) {
-  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
+  // No request timeouts: a migration, or the wait for another pod's migration lock, may be long.
+  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0, PG_QUERY_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
   try {
     const deadline = Date.now() + waitSeconds * 1000
     for (let said = false; ; said = true) {

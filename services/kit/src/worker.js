@@ -7,8 +7,9 @@ import { createMetrics, poolMetrics } from './metrics.js'
 import { createPool, warmPool } from './pg.js'
 import { createCache } from './cache.js'
 import { buildApp } from './app.js'
+import { trackConnections } from './drain.js'
 
-const { serviceUrl, id, reusePort, pretty } = workerData
+const { serviceUrl, id, reusePort, pretty, database } = workerData
 const service = (await import(serviceUrl)).default
 const config = loadConfig(service.config)
 const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty, base: { worker: id } })
@@ -28,7 +29,10 @@ function call (op, args = {}) {
 
 const cache = createCache({ config, metrics, log, broadcast: (key, version) => call('invalidate', { key, version }) })
 // A scrape landing here is answered by the main thread with the sum of every worker.
-const app = await buildApp({ service, config, log, metrics, pool, cache, collectMetrics: () => call('scrape') })
+// PostgreSQL as the main thread's probe last saw it (workers.js): 0 unknown, 1 ok, 2 down.
+const databaseState = () => ['unknown', 'ok', 'down'][Atomics.load(database, 0)]
+const app = await buildApp({ service, config, log, metrics, pool, cache, collectMetrics: () => call('scrape'), databaseState })
+const connections = trackConnections(app.server)
 
 // What the main thread asks of every worker.
 const answers = {
@@ -45,9 +49,11 @@ parentPort.on('message', async (msg) => {
   } else if (msg.type === 'shutdown') {
     app.draining = true
     await sleep(config.SHUTDOWN_DELAY_MS)
-    await app.close() // stops accepting, lets in-flight requests finish, closes pool and cache
+    const cut = await connections.drain(config.SHUTDOWN_GRACE_MS) // lets in-flight requests finish, then stops accepting
+    if (cut) log.warn(`${cut} connection(s) still busy after SHUTDOWN_GRACE_MS, closed`)
+    await app.close() // closes pool and cache
     metrics.stop()
-    process.exit(0) // ends this thread only
+    process.exit(cut ? 1 : 0) // ends this thread only; 1: requests were cut
   }
 })
 
