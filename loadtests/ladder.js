@@ -135,7 +135,7 @@ export const usage = {
 }
 
 /** NAME=VALUE options → an object; a malformed one is a usage error. */
-export function envOf (list) {
+function envOf (list) {
   return Object.fromEntries(list.map((kv) => {
     const i = kv.indexOf('=')
     if (!/^[A-Z][A-Z0-9_]*$/.test(kv.slice(0, i))) throw new UsageError(`--env must be NAME=VALUE with NAME in capitals (got "${kv}")`)

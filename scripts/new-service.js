@@ -227,8 +227,7 @@ if (listEnd < 0) {
   console.error('new-service: services/list.js: the end of SERVICES ("]" alone on a line) is not where it was; nothing written')
   process.exit(1)
 }
-const addEntry = () => {
-  writeFileSync(listFile, list.slice(0, listEnd) + `,
+const entry = `,
   {
     name: '${name}',
     summary: 'the ${name} service',
@@ -237,7 +236,9 @@ const addEntry = () => {
     samples: ['/${name}/items'],
     checks: ['/readyz', '/${name}/items'],
     scenario: {}
-    }` + list.slice(listEnd))
+  }`
+const addEntry = () => {
+  writeFileSync(listFile, list.slice(0, listEnd) + entry + list.slice(listEnd))
   console.log(`new-service: added ${name} to services/list.js`)
 }
 for (const [path, text] of Object.entries(files)) {

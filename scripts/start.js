@@ -77,8 +77,16 @@ const env = {
   DATABASE_URL: databaseUrl,
   ...(databasePassword !== undefined && { DATABASE_PASSWORD: databasePassword }),
   // PGlite is one session behind a multiplexer: prepared statement names would collide, and its
-  // connection limit is shared by 4 services × WORKERS pools.
-  ...(embedded && { PG_PREPARED_STATEMENTS: 'false', WORKERS: process.env.WORKERS ?? '2', PG_POOL_MAX: process.env.PG_POOL_MAX ?? '4' })
+  // connection limit is shared by 4 services × WORKERS pools. It answers one exchange at a time, for
+  // all of them: a query may wait its turn longer than the kit's timeouts, made for a real server.
+  ...(embedded && {
+    PG_PREPARED_STATEMENTS: 'false',
+    WORKERS: process.env.WORKERS ?? '2',
+    PG_POOL_MAX: process.env.PG_POOL_MAX ?? '4',
+    PG_CONNECT_TIMEOUT_MS: process.env.PG_CONNECT_TIMEOUT_MS ?? '10000',
+    PG_STATEMENT_TIMEOUT_MS: process.env.PG_STATEMENT_TIMEOUT_MS ?? '10000',
+    PG_QUERY_TIMEOUT_MS: process.env.PG_QUERY_TIMEOUT_MS ?? '15000'
+  })
 }
 const children = services.map((s) => {
   const child = spawn(process.execPath, [`${s.dir}/src/cli.js`, 'serve'], {

@@ -2,8 +2,14 @@
 // rendered with the real charts (the archives of ../shared/k8s/charts, the versions Chart.yaml pins).
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { freePort } from '@suite/kit/testing'
 import { SERVICES, charts, kubeconform, parse, requireTools, template, umbrellaWithDependencies } from './lib.js'
 
 before(requireTools)
@@ -68,4 +74,38 @@ test('with the Bitnami charts: their Secrets, Services and pods are the ones the
   assert.ok(pgSecrets.length >= 1 && pgSecrets.every((n) => n === 'r-postgresql-auth'), `PostgreSQL reads ${pgSecrets}`)
   assert.equal(find('Secret', 'r-postgresql')?.data?.password, undefined, 'no Bitnami-made PostgreSQL password')
   assert.equal(find('Secret', 'r-postgresql-auth').metadata.annotations['helm.sh/resource-policy'], 'keep')
+})
+
+// The bundled Redis is a cache: the umbrella rendered with the pinned Bitnami chart, and the redis.conf
+// it makes loaded by a real redis-server.
+test('the bundled Redis is a cache: maxmemory below its memory limit, LRU eviction, no AOF, no RDB, no volume', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'suite-redis-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const docs = parse(template(umbrellaWithDependencies()))
+  const conf = docs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'r-redis-configuration').data
+  const master = docs.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'r-redis-master')
+  assert.equal(master.spec.volumeClaimTemplates, undefined, 'no PersistentVolumeClaim')
+  const limit = master.spec.template.spec.containers.find((c) => c.name === 'redis').resources.limits.memory
+  assert.equal(limit, '512Mi')
+
+  // The two files the chart's start script includes, as Redis reads them.
+  writeFileSync(join(dir, 'redis.conf'), `${conf['redis.conf']}\n${conf['master.conf'].replace(/^dir .*$/m, `dir ${dir}`)}\n`)
+  const port = await freePort()
+  const server = spawn('redis-server', [join(dir, 'redis.conf'), '--port', String(port), '--bind', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => server.kill())
+  let out = ''
+  server.stdout.on('data', (d) => { out += d })
+  for (let i = 0; i < 100 && !out.includes('Ready to accept connections'); i++) await sleep(50)
+  assert.match(out, /Ready to accept connections/, 'redis-server takes the rendered configuration')
+  const client = new Redis({ port, host: '127.0.0.1' })
+  t.after(() => client.disconnect())
+  const get = async (name) => (await client.config('GET', name))[1]
+  const maxmemory = Number(await get('maxmemory'))
+  assert.equal(maxmemory, 384 * 2 ** 20)
+  assert.ok(maxmemory < 0.8 * 512 * 2 ** 20, 'room for buffers and fragmentation below the container limit')
+  assert.equal(await get('maxmemory-policy'), 'allkeys-lru')
+  assert.equal(await get('appendonly'), 'no')
+  assert.equal(await get('save'), '')
+  server.kill()
+  await once(server, 'exit')
 })

@@ -28,7 +28,7 @@ const LEAD_MS = 200 // how far ahead of its time a target is written to vegeta's
 const TICK_MS = 10
 
 /** vegeta: $VEGETA, on PATH, or where scripts/tools.sh puts it. */
-export function vegetaBinary () {
+function vegetaBinary () {
   if (process.env.VEGETA) return process.env.VEGETA
   const dirs = [...process.env.PATH.split(delimiter), join(process.env.SUITE_TOOLS ?? join(homedir(), '.cache', 'suite-tools'), 'go-bin')]
   const found = dirs.map((d) => join(d, 'vegeta')).find((f) => existsSync(f))

@@ -21,9 +21,10 @@ export default async function routes (app) {
     try {
       return await writer.write(request.body, request.headers['idempotency-key'])
     } catch (err) {
+      if (err.statusCode === 504) reply.header('retry-after', '1') // outcome unknown: see the writer
       if (err.statusCode) throw err
-      // Whatever failed (database down, timeout), the group's transaction did not commit: nothing of
-      // this batch is stored and sending it again is safe.
+      // Any other failure (database down, a timeout, a statement cancelled) happened before the group's
+      // COMMIT or was PostgreSQL's answer to it: nothing of this batch is stored, sending it again is safe.
       reply.header('retry-after', '1')
       throw httpError(503, 'the batch was not stored, retry shortly')
     }

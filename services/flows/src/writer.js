@@ -2,11 +2,12 @@
 // (or while the previous flush is in flight) join one group; their records are summed in memory by
 // key as they arrive, and the group is written as ONE upsert in ONE transaction. Every request of the
 // group is answered after that COMMIT (so 200 means durable: kill -9 loses nothing acknowledged), or
-// every one gets the error (nothing of the group is stored). One flush in flight per worker: under
+// every one gets the error: nothing of the group is stored, except when the connection was lost while
+// the COMMIT was in flight, where nobody can know (504, see commit()). One flush in flight per worker: under
 // load the next group fills while the current one commits, so the batch size follows the load and a
 // hot key costs one row update per flush instead of one per request.
 import { createHash } from 'node:crypto'
-import { promClient as client, isUnavailable, DURATION_BUCKETS, httpError, prepared as preparedFor } from '@suite/kit'
+import { promClient as client, isUnavailable, connectionLost, withClient, DURATION_BUCKETS, httpError, prepared as preparedFor } from '@suite/kit'
 import * as sql from './sql.js'
 
 /** The writer's metrics, in the worker's registry (summed over workers by the kit at scrape time). */
@@ -61,10 +62,17 @@ export function createWriter ({ pool, config, registry, log }) {
     const group = closed.shift()
     if (!group) return
     flushing = true
+    let failed
     try {
-      await flush(group)
+      failed = await flush(group)
     } finally {
       flushing = false
+    }
+    // PostgreSQL unreachable (connection lost, or none to be had): the groups that waited behind this
+    // one would each wait as long to fail the same way. Nothing of them was sent: 503 at once.
+    if (failed && connectionLost(failed)) {
+      for (const g of [...closed.splice(0), open]) for (const r of g.requests) r.reject(failed)
+      open = newGroup()
     }
     // What came in meanwhile has already waited one flush: write it now, without a new window.
     if (closed.length || open.requests.length) next()
@@ -104,62 +112,73 @@ export function createWriter ({ pool, config, registry, log }) {
         }
         return
       }
-      const answer = /^22/.test(err.code ?? '') ? dataError(err) : err
+      const answer = err.outcomeUnknown
+        ? httpError(504, 'the database connection was lost while the batch was committing: it may or may not be stored. ' +
+          'Send it again with the same Idempotency-Key (it then counts once); without a key it may count twice')
+        : /^22/.test(err.code ?? '') ? dataError(err) : err
       if (!isUnavailable(err) && answer === err) log.error({ err }, 'flush failed, nothing of its group stored')
+      else if (err.outcomeUnknown) log.warn({ err: err.message }, 'connection lost during a commit: outcome unknown (504)')
       for (const r of group.requests) r.reject(answer)
+      return err
     }
   }
 
   // Returns the requests that were replays of an already committed Idempotency-Key (the same batch)
-  // and those that reused one with another batch (conflicts); neither is counted.
+  // and those that reused one with another batch (conflicts); neither is counted. Whatever fails before
+  // the committing statement is sent, or is an error PostgreSQL answers to it, leaves nothing
+  // committed. Only a connection lost while it is in flight leaves the outcome unknown: the server may
+  // have committed and died before answering. That error is marked `outcomeUnknown`.
   async function commit (group) {
     const keyed = group.requests.filter((r) => r.key !== undefined)
-    if (!keyed.length) { // the common case: one statement, which is its own transaction
-      await pool.query(upsert(group.rows))
-      metrics.rows.observe(group.rows.size)
-      return { replays: new Set(), conflicts: new Set() }
-    }
-    const conn = await pool.connect()
-    let broken
-    try {
-      await conn.query('BEGIN')
-      const first = new Map() // key -> its first request in this group; later ones replay it
-      for (const r of keyed) if (!first.has(r.key)) first.set(r.key, r)
-      const { rows } = await conn.query(prepared(sql.claimKeys, [[...first.keys()], [...first.values()].map((r) => r.fingerprint)]))
-      const fresh = new Set(rows.map((row) => row.key))
-      // The batch each key was first committed with: this group's first request, or an earlier one's.
-      const original = new Map([...first].map(([key, r]) => [key, r.fingerprint]))
-      const taken = [...first.keys()].filter((k) => !fresh.has(k))
-      if (taken.length) {
-        for (const row of (await conn.query(prepared(sql.keyFingerprints, [taken]))).rows) original.set(row.key, row.fingerprint)
+    return withClient(pool, async (conn) => {
+      if (!keyed.length) { // the common case: one statement, which is its own transaction
+        await committing(conn.query(upsert(group.rows)))
+        metrics.rows.observe(group.rows.size)
+        return { replays: new Set(), conflicts: new Set() }
       }
-      const replays = new Set()
-      const conflicts = new Set()
-      for (const r of keyed) {
-        if (fresh.has(r.key) && first.get(r.key) === r) continue // counted now
-        // A key stored before fingerprints were (null) counts as the same batch, as it used to.
-        const was = original.get(r.key)
-        if (was === null || was.equals(r.fingerprint)) replays.add(r)
-        else conflicts.add(r)
+      try {
+        await conn.query('BEGIN')
+        const first = new Map() // key -> its first request in this group; later ones replay it
+        for (const r of keyed) if (!first.has(r.key)) first.set(r.key, r)
+        const { rows } = await conn.query(prepared(sql.claimKeys, [[...first.keys()], [...first.values()].map((r) => r.fingerprint)]))
+        const fresh = new Set(rows.map((row) => row.key))
+        // The batch each key was first committed with: this group's first request, or an earlier one's.
+        const original = new Map([...first].map(([key, r]) => [key, r.fingerprint]))
+        const taken = [...first.keys()].filter((k) => !fresh.has(k))
+        if (taken.length) {
+          for (const row of (await conn.query(prepared(sql.keyFingerprints, [taken]))).rows) original.set(row.key, row.fingerprint)
+        }
+        const replays = new Set()
+        const conflicts = new Set()
+        for (const r of keyed) {
+          if (fresh.has(r.key) && first.get(r.key) === r) continue // counted now
+          // A key stored before fingerprints were (null) counts as the same batch, as it used to.
+          const was = original.get(r.key)
+          if (was === null || was.equals(r.fingerprint)) replays.add(r)
+          else conflicts.add(r)
+        }
+        let flows = group.rows
+        if (replays.size || conflicts.size) { // rare: sum again without them
+          flows = new Map()
+          for (const r of group.requests) if (!replays.has(r) && !conflicts.has(r)) addAll(flows, r.records)
+        }
+        if (flows.size) await conn.query(upsert(flows))
+        await committing(conn.query('COMMIT'))
+        metrics.rows.observe(flows.size)
+        if (Date.now() > nextPrune) prune()
+        return { replays, conflicts }
+      } catch (err) {
+        // On a lost connection the server rolls back by itself, and a ROLLBACK would only wait.
+        if (!connectionLost(err)) await conn.query('ROLLBACK').catch(() => {})
+        throw err
       }
-      let flows = group.rows
-      if (replays.size || conflicts.size) { // rare: sum again without them
-        flows = new Map()
-        for (const r of group.requests) if (!replays.has(r) && !conflicts.has(r)) addAll(flows, r.records)
-      }
-      if (flows.size) await conn.query(upsert(flows))
-      await conn.query('COMMIT')
-      metrics.rows.observe(flows.size)
-      if (Date.now() > nextPrune) prune()
-      return { replays, conflicts }
-    } catch (err) {
-      broken = err
-      await conn.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      conn.release(broken !== undefined && isUnavailable(broken) ? broken : undefined)
-    }
+    })
   }
+
+  const committing = (query) => query.catch((err) => {
+    if (connectionLost(err)) err.outcomeUnknown = true
+    throw err
+  })
 
   // Idempotency keys only need to outlive client retries; at most once an hour per worker.
   function prune () {

@@ -29,20 +29,37 @@ const ERROR_CONTRACT = 'Every 4xx and 5xx answer, whatever produces it (validati
 // Methods that may carry a body: Fastify parses one for them on every route (400, 413, 415).
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
+// A client's x-request-id is kept (echoed, logged) only when it is short and plain: an id from a
+// tracing system or a load balancer. Anything else (too long, spaces, quotes, several ids joined by
+// ", ") is replaced by a UUID, so a client cannot fill the logs or inject into them.
+const SAFE_REQUEST_ID = /^[\w.:@+=/-]{1,128}$/
+const requestId = (req) => {
+  const id = req.headers['x-request-id']
+  return typeof id === 'string' && SAFE_REQUEST_ID.test(id) ? id : randomUUID()
+}
+
 /**
  * @param {object} deps
  * @param {{ name: string, version?: string, description?: string, routes: Function }} deps.service
  * @param {Function} deps.collectMetrics  resolves to the Prometheus text of the whole process
+ * @param {Function} [deps.databaseState]  'ok' | 'down' | 'unknown': PostgreSQL as this pod's own
+ *   probe last saw it (workers.js), read from memory so that /readyz never waits on the database
  */
-export async function buildApp ({ service, config, log, metrics, pool, cache, collectMetrics }) {
+export async function buildApp ({ service, config, log, metrics, pool, cache, collectMetrics, databaseState = () => 'unknown' }) {
   const app = Fastify({
     loggerInstance: log,
     logController: new LogController({ disableRequestLogging: !config.LOG_REQUESTS }),
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    genReqId: requestId,
     bodyLimit: 1024 * 1024,
     frameworkErrors,
-    clientErrorHandler
+    clientErrorHandler,
+    // A client that trickles its headers or body (a byte every few seconds) is cut off: 408, connection
+    // closed. Node checks these bounds once per connectionsCheckingInterval, so a request is cut at
+    // most a second after its bound.
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    http: { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1000 }
   })
   app.setValidatorCompiler(validatorCompiler)
   jsonBodies(app)
@@ -130,27 +147,36 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
   await app.register(swaggerUi, { routePrefix: '/docs' })
 
   const ok = { type: 'object', properties: { status: { type: 'string' } } }
+  // Liveness depends on nothing but this thread's event loop: a restart cures no database outage.
   app.get('/healthz', {
-    schema: { tags: ['ops'], summary: 'liveness: the process is serving HTTP', response: { 200: ok } }
+    schema: { tags: ['ops'], summary: 'liveness: the process is serving HTTP (no dependency is checked)', response: { 200: ok } }
   }, async () => ({ status: 'ok' }))
 
+  // Readiness answers from memory, never from a query: a probe must not queue behind the requests it
+  // is meant to protect, nor hang with a frozen database. Dependencies shared by every pod (PostgreSQL,
+  // Redis) do not make it fail by default: taking every pod out of the Service during an outage would
+  // also drop the answers they can still give (cached ones, fast 503s with Retry-After). It fails while
+  // shutting down, and on a dependency only when READY_REQUIRES_DATABASE / READY_REQUIRES_CACHE ask.
   const readiness = {
     type: 'object',
-    properties: { status: { type: 'string' }, postgres: { type: 'string' }, cache: { type: 'string' } }
+    properties: {
+      status: { type: 'string', enum: ['ready', 'not ready', 'shutting down'] },
+      postgres: { type: 'string', enum: ['ok', 'down', 'unknown'], description: "this pod's probe connection, checked every second" },
+      cache: { type: 'string', enum: ['ok', 'down', 'bypassed', 'memory'], description: 'Redis connected, down, bypassed by the circuit breaker; or the in-process cache' }
+    }
   }
   app.get('/readyz', {
     schema: {
       tags: ['ops'],
-      summary: 'readiness: PostgreSQL reachable (and Redis, when READY_REQUIRES_CACHE), not shutting down',
+      summary: 'readiness: not shutting down (and PostgreSQL, Redis reachable when READY_REQUIRES_DATABASE, READY_REQUIRES_CACHE); answered from memory',
       response: { 200: readiness, 503: readiness }
     }
   }, async (request, reply) => {
-    const [postgres, cacheUp] = await Promise.all([
-      pool.query('SELECT 1').then(() => 'ok', () => 'down'),
-      cache.ping().then((up) => (up ? 'ok' : 'down'), () => 'down')
-    ])
-    const cacheState = cache.kind === 'memory' ? 'memory' : cacheUp
-    const ready = !app.draining && postgres === 'ok' && (cacheState !== 'down' || !config.READY_REQUIRES_CACHE)
+    const postgres = databaseState()
+    const cacheState = cache.state()
+    const ready = !app.draining &&
+      (postgres === 'ok' || !config.READY_REQUIRES_DATABASE) &&
+      (['ok', 'memory'].includes(cacheState) || !config.READY_REQUIRES_CACHE)
     reply.code(ready ? 200 : 503)
     return { status: app.draining ? 'shutting down' : ready ? 'ready' : 'not ready', postgres, cache: cacheState }
   })
@@ -167,6 +193,8 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
     await scope.register(underPressure, {
       maxEventLoopDelay: config.MAX_EVENT_LOOP_DELAY_MS,
       maxEventLoopUtilization: config.MAX_EVENT_LOOP_UTILIZATION,
+      maxHeapUsedBytes: config.MAX_HEAP_USED_BYTES,
+      maxRssBytes: config.MAX_RSS_BYTES,
       retryAfter: 1,
       message: 'service overloaded, retry shortly'
     })

@@ -3,6 +3,11 @@
 //   - TTL with jitter, so keys written together do not expire together;
 //   - fail-open: when Redis is down or slow the request is answered from the loader (PostgreSQL),
 //     the failure is counted, and ioredis reconnects by itself in the background;
+//   - circuit breaker: after CACHE_BREAKER_FAILURES failures in a row, Redis is not asked at all (a
+//     frozen Redis would otherwise cost every request CACHE_TIMEOUT_MS) until a PING every
+//     CACHE_BREAKER_OPEN_MS finds it back;
+//   - bounded: an answer above CACHE_MAX_ENTRY_BYTES is not cached; the in-process cache holds at
+//     most CACHE_MEMORY_MAX_BYTES per worker, each entry at most CACHE_MEMORY_TTL_MS;
 //   - no stale read after a write: a document may carry a version (a counter its table bumps on
 //     every write). After committing, a writer calls invalidate(key, newVersion), which leaves a
 //     tombstone holding that version; a load that read an older row can no longer store it, and a
@@ -19,7 +24,7 @@ import { Redis } from 'ioredis'
  *   has applied the invalidation (worker.js relays it through the main thread).
  */
 export function createCache ({ config, metrics, log, broadcast = async () => {} }) {
-  const store = config.REDIS_URL ? redisStore(config, log) : memoryStore()
+  const store = config.REDIS_URL ? redisStore(config, log) : memoryStore(config)
   const inflight = new Map() // key -> { version seen when the load started, promise }
   const ttlFor = (ttl) => Math.round(ttl * (1 + config.CACHE_TTL_JITTER * Math.random()))
   // The metrics label: the key's first two segments (product:page:3:5 → product:page), a bounded set.
@@ -44,8 +49,8 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
       raw = await store.get(key)
     } catch (err) {
       storeOk = false
-      metrics.cacheRequests.inc({ keyspace, result: 'error' })
-      log.debug({ err: err.message, key }, 'cache read failed, reading through')
+      metrics.cacheRequests.inc({ keyspace, result: err === BYPASSED ? 'bypass' : 'error' })
+      if (err !== BYPASSED) log.debug({ err: err.message, key }, 'cache read failed, reading through')
     }
     const entry = raw === null ? { version: 0 } : parse(raw)
     if (entry.value !== undefined) {
@@ -68,13 +73,19 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
 
   async function fill (key, keyspace, load, ttl, storeOk) {
     metrics.cacheLoads.inc({ keyspace })
+    const started = Date.now() // the memory store counts an entry's age from here: it is the data's age
     const entry = entryOf(await load())
-    const stored = storeOk && store.setIfNotOlder(key, entry.version, `${entry.version}\n${entry.value ?? ''}`, ttlFor(ttl)).catch((err) => {
-      metrics.cacheRequests.inc({ keyspace, result: 'error' })
+    const stored = storeOk && fits(entry.value) && store.setIfNotOlder(key, entry.version, `${entry.version}\n${entry.value ?? ''}`, ttlFor(ttl), started).catch((err) => {
+      if (err !== BYPASSED) metrics.cacheRequests.inc({ keyspace, result: 'error' })
       log.debug({ err: err.message, key }, 'cache write failed')
     })
     return { entry, stored }
   }
+
+  // An answer above CACHE_MAX_ENTRY_BYTES (UTF-8) is served but not cached: a few large documents
+  // would otherwise take the room of thousands of common ones. (No UTF-16 unit is more than 3 bytes.)
+  const fits = (value) => value == null || value.length * 3 <= config.CACHE_MAX_ENTRY_BYTES ||
+    Buffer.byteLength(value) <= config.CACHE_MAX_ENTRY_BYTES
 
   /**
    * Call after committing a write of `key`'s document at `version` (and before answering): readers
@@ -85,7 +96,7 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
     try {
       await store.tombstone(key, version, ttlFor(config.CACHE_TTL_SECONDS))
     } catch (err) {
-      metrics.cacheRequests.inc({ keyspace: keyspaceOf(key), result: 'error' })
+      if (err !== BYPASSED) metrics.cacheRequests.inc({ keyspace: keyspaceOf(key), result: 'error' })
       log.warn({ err: err.message, key }, 'cache invalidation failed; retried when the cache is back')
     }
     if (store.kind === 'memory') await broadcast(key, version)
@@ -103,11 +114,15 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
     invalidate,
     applyInvalidation,
     deleteByPrefix: store.deleteByPrefix,
-    ping: store.ping,
+    /** 'memory', or Redis: 'ok', 'down' (not connected), 'bypassed' (the breaker is open). From memory, no call. */
+    state: store.state,
     connected: store.connected,
     close: store.close
   }
 }
+
+/** What a store operation rejects with while the circuit breaker keeps Redis out of the way. */
+const BYPASSED = Object.assign(new Error('Redis bypassed by the circuit breaker'), { code: 'CACHE_BYPASSED' })
 
 // What load() returned, as an entry: text or null is unversioned (version 0).
 const entryOf = (loaded) => (loaded !== null && typeof loaded === 'object' ? loaded : { value: loaded, version: 0 })
@@ -119,6 +134,8 @@ function parse (raw) {
   const text = raw.slice(nl + 1)
   return { version: Number(raw.slice(0, nl)), value: text === '' ? null : text }
 }
+
+const REPLAY_MS = 1000
 
 // Atomic "store unless a newer version is there": compares the leading version of the current value.
 const SET_IF_NOT_OLDER = `
@@ -142,16 +159,48 @@ function redisStore (config, log) {
     retryStrategy: (times) => Math.min(times * 100, 2000) // reconnect forever, at most every 2 s
   })
   redis.defineCommand('setIfNotOlder', { numberOfKeys: 1, lua: SET_IF_NOT_OLDER })
-  // Invalidations that could not reach Redis, replayed once it answers again: on reconnect, and every
-  // second meanwhile (a stalled server or a partition may never drop the connection).
-  const missed = new Map()
-  const tombstone = (key, version, ttl) => redis.setIfNotOlder(key, version, String(version), ttl)
-  const replay = async () => {
-    for (const [key, [version, ttl]] of missed) {
-      await tombstone(key, version, ttl).then(() => missed.delete(key), () => {})
-    }
+
+  // The circuit breaker. closed: every call goes to Redis. open: none does (BYPASSED at once), and a
+  // PING every CACHE_BREAKER_OPEN_MS checks whether Redis answers again. Then, for SETTLE_MS, reads
+  // still bypass it while invalidations go through: every replica's writer needs that long (its own
+  // PING, or its replay timer) to write the invalidations Redis missed meanwhile, and a read before
+  // that could find a document older than a write acknowledged during the outage.
+  const SETTLE_MS = config.CACHE_BREAKER_OPEN_MS + REPLAY_MS
+  let failures = 0
+  let open = false
+  let closed = false
+  let settleUntil = 0 // > now: reads bypass Redis
+  const guard = (call) => {
+    if (open) return Promise.reject(BYPASSED)
+    return call().then((v) => { failures = 0; return v }, (err) => {
+      if (++failures >= config.CACHE_BREAKER_FAILURES && !open) {
+        log.warn({ err: err.message }, `redis failed ${failures} times in a row: bypassed, probed every ${config.CACHE_BREAKER_OPEN_MS} ms`)
+        trip()
+      }
+      throw err
+    })
   }
-  const retry = setInterval(() => { if (missed.size) replay() }, 1000)
+  function trip () {
+    open = true
+    if (!closed) setTimeout(probe, config.CACHE_BREAKER_OPEN_MS).unref()
+  }
+  async function probe () {
+    if (!await redis.ping().then(() => true, () => false)) return trip()
+    failures = 0
+    open = false
+    settleUntil = Date.now() + SETTLE_MS
+    log.info('redis answers again: cache back in use')
+    replay()
+  }
+
+  // Invalidations that could not reach Redis, replayed once it answers again: on reconnect, when the
+  // breaker closes, and every REPLAY_MS meanwhile (a stalled server or a partition may never drop the
+  // connection).
+  const missed = new Map()
+  const tombstone = (key, version, ttl) => guard(() => redis.setIfNotOlder(key, version, String(version), ttl))
+  const replay = () => Promise.all([...missed].map(([key, [version, ttl]]) =>
+    tombstone(key, version, ttl).then(() => { if (missed.get(key)?.[0] === version) missed.delete(key) }, () => {})))
+  const retry = setInterval(() => { if (missed.size && !open) replay() }, REPLAY_MS)
   retry.unref()
   let up = null
   redis.on('ready', () => {
@@ -162,8 +211,8 @@ function redisStore (config, log) {
   redis.on('error', (err) => { if (up !== false) log.warn({ err: err.message }, 'redis unavailable, serving from PostgreSQL'); up = false })
   return {
     kind: 'redis',
-    get: (key) => redis.get(key),
-    setIfNotOlder: (key, version, value, ttl) => redis.setIfNotOlder(key, version, value, ttl),
+    get: (key) => settleUntil > Date.now() ? Promise.reject(BYPASSED) : guard(() => redis.get(key)),
+    setIfNotOlder: (key, version, value, ttl) => guard(() => redis.setIfNotOlder(key, version, value, ttl)),
     async tombstone (key, version, ttl) {
       try {
         await tombstone(key, version, ttl)
@@ -172,7 +221,7 @@ function redisStore (config, log) {
         throw err
       }
     },
-    async ping () { return (await redis.ping()) === 'PONG' },
+    state: () => open ? 'bypassed' : redis.status === 'ready' ? 'ok' : 'down',
     /** Resolves to true once connected, or false after `timeoutMs` (commands fail fast until then). */
     async connected (timeoutMs = 5000) {
       if (redis.status === 'ready') return true
@@ -187,40 +236,60 @@ function redisStore (config, log) {
       return deleted
     },
     async close () {
+      closed = true
       clearInterval(retry)
       await redis.quit().catch(() => redis.disconnect())
     }
   }
 }
 
-// Per-worker memory cache for the embedded default: a Map in insertion order, oldest evicted first.
-function memoryStore (maxEntries = 50_000) {
-  const entries = new Map()
+// Per-worker memory cache, without Redis: a Map in insertion order, the oldest evicted first once the
+// entries take more than CACHE_MEMORY_MAX_BYTES. Another process (a second replica) cannot invalidate
+// it, so an entry lives at most CACHE_MEMORY_TTL_MS from the moment its data was read: that is how
+// stale a read can be after a write on another replica. (Writes on this process invalidate at once.)
+function memoryStore (config) {
+  const maxBytes = config.CACHE_MEMORY_MAX_BYTES
+  const entries = new Map() // key -> { value, expires, size }
+  let bytes = 0
+  // An upper bound of what an entry holds: V8 keeps a string in 1 or 2 bytes a character, plus the
+  // Map entry and its record.
+  const sizeOf = (key, value) => 2 * (key.length + value.length) + 100
+  const remove = (key) => {
+    const e = entries.get(key)
+    if (!e) return
+    bytes -= e.size
+    entries.delete(key)
+  }
   const get = (key) => {
     const e = entries.get(key)
     if (!e) return null
-    if (e.expires < Date.now()) { entries.delete(key); return null }
+    if (e.expires < Date.now()) { remove(key); return null }
     return e.value
   }
-  const setIfNotOlder = (key, version, value, ttl) => {
+  const setIfNotOlder = (key, version, value, ttl, since = Date.now()) => {
     const cur = get(key)
     if (cur !== null && parse(cur).version > version) return
-    entries.delete(key)
-    entries.set(key, { value, expires: Date.now() + ttl * 1000 })
-    if (entries.size > maxEntries) entries.delete(entries.keys().next().value)
+    remove(key)
+    const size = sizeOf(key, value)
+    if (size > maxBytes) return
+    entries.set(key, { value, expires: since + Math.min(ttl * 1000, config.CACHE_MEMORY_TTL_MS), size })
+    bytes += size
+    while (bytes > maxBytes) remove(entries.keys().next().value)
   }
   return {
     kind: 'memory',
     get: async (key) => get(key),
-    setIfNotOlder: async (key, version, value, ttl) => setIfNotOlder(key, version, value, ttl),
+    setIfNotOlder: async (key, version, value, ttl, since) => setIfNotOlder(key, version, value, ttl, since),
     tombstone: async (key, version, ttl) => setIfNotOlder(key, version, String(version), ttl),
-    async ping () { return true },
+    state: () => 'memory',
     async connected () { return true },
     async deleteByPrefix (prefix) {
       let deleted = 0
-      for (const key of entries.keys()) if (key.startsWith(prefix)) { entries.delete(key); deleted++ }
+      for (const key of [...entries.keys()]) if (key.startsWith(prefix)) { remove(key); deleted++ }
       return deleted
     },
-    async close () { entries.clear() }
+    /** Bytes held (the bound's own count), for tests. */
+    bytes: () => bytes,
+    async close () { entries.clear(); bytes = 0 }
   }
 }

@@ -104,7 +104,8 @@ class CommandError extends UserError {}
  * A failure is a CommandError: one line, exit 1.
  */
 async function migrateCommand (service, { config, log }, waitSeconds = 0) {
-  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
+  // No request timeouts: a migration, or the wait for another pod's migration lock, may be long.
+  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0, PG_QUERY_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
   try {
     const deadline = Date.now() + waitSeconds * 1000
     for (let said = false; ; said = true) {

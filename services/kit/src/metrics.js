@@ -1,10 +1,11 @@
 // Prometheus metrics. Each worker thread counts into its own registry; a scrape that lands on any
 // worker asks the main thread, which gathers every worker's registry and sums them (workers.js), so
 // one scrape always shows the whole pod.
-import { monitorEventLoopDelay } from 'node:perf_hooks'
 import client from 'prom-client'
 
 // Fine at the bottom: a cache hit is answered in well under a millisecond.
+const LAG_SAMPLE_MS = 10
+
 export const DURATION_BUCKETS = [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
 /** The registry of one worker thread. */
@@ -40,19 +41,24 @@ export function createMetrics ({ worker = 0 } = {}) {
     collect () { this.set(1) }
   }))
 
-  const loop = monitorEventLoopDelay({ resolution: 10 })
-  loop.enable()
-  new client.Gauge(opts({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
+  // Event-loop delay as a cumulative histogram: how late a 10 ms timer fires, every time. Counters
+  // never reset, so any number of scrapers each see every sample and a spike stays in the buckets
+  // (a gauge of percentiles reset at each scrape split the samples between scrapers and lost spikes).
+  const lag = new client.Histogram(opts({
     name: 'worker_eventloop_lag_seconds',
-    help: 'event-loop delay of each worker thread since the previous scrape',
-    labelNames: ['worker', 'quantile'],
-    collect () {
-      for (const q of [0.5, 0.9, 0.99]) this.set({ worker: m.worker, quantile: String(q) }, loop.percentile(q * 100) / 1e9)
-      this.set({ worker: m.worker, quantile: '1' }, loop.max / 1e9)
-      loop.reset()
-    }
+    help: 'event-loop delay of each worker thread: how late a 10 ms timer fires, sampled every time it does',
+    labelNames: ['worker'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
   }))
-  m.stop = () => loop.disable()
+  const lagOf = lag.labels({ worker: m.worker })
+  let last = performance.now()
+  const sampler = setInterval(() => {
+    const now = performance.now()
+    lagOf.observe(Math.max(0, now - last - LAG_SAMPLE_MS) / 1000)
+    last = now
+  }, LAG_SAMPLE_MS)
+  sampler.unref()
+  m.stop = () => clearInterval(sampler)
   return m
 }
 

@@ -15,16 +15,34 @@ export function connectionOptions (url, password) {
   return options
 }
 
+/**
+ * A pg Pool whose `query` (promise form) bounds the whole wait of a query by its `query_timeout`: the
+ * wait for a free connection, a new connection's connect, and the answer, together (withClient). pg
+ * alone would let a query that waited PG_CONNECT_TIMEOUT_MS for a connection then wait
+ * PG_QUERY_TIMEOUT_MS more.
+ */
+class TimedPool extends pg.Pool {
+  query (config, values, callback) {
+    if ([config, values, callback].some((a) => typeof a === 'function')) return super.query(config, values, callback)
+    return withClient(this, (conn) => conn.query(config, values))
+  }
+}
+
 /** @returns {pg.Pool} */
 export function createPool (config, log, applicationName) {
-  const pool = new pg.Pool({
+  const pool = new TimedPool({
     ...connectionOptions(config.DATABASE_URL, config.DATABASE_PASSWORD),
     max: config.PG_POOL_MAX,
     // Connections above `min` close after 30 s idle. A new one costs a request its connect and the
     // re-preparing of its statements (milliseconds: the tail at a steady 1K RPS), so by default none close.
     min: Math.min(config.PG_POOL_MIN ?? config.PG_POOL_MAX, config.PG_POOL_MAX),
     connectionTimeoutMillis: config.PG_CONNECT_TIMEOUT_MS,
+    // Two bounds on a query: the server's (the statement is cancelled, the connection stays usable)
+    // and the client's, for a server that answers nothing at all (frozen, cut off by the network):
+    // without it a query waits forever. A query timed out on the client side costs its connection.
+    // It counts the wait for a connection too, and bounds a whole transaction (withClient).
     statement_timeout: config.PG_STATEMENT_TIMEOUT_MS || undefined,
+    query_timeout: config.PG_QUERY_TIMEOUT_MS || undefined,
     idleTimeoutMillis: 30_000,
     application_name: applicationName,
     // Not a pg option: read by queryDocument. Off for poolers that share server sessions between
@@ -65,11 +83,58 @@ export async function queryDocument (pool, query, values) {
   return rows.length ? rows[0].json : null
 }
 
-// SQLSTATE classes that mean "the database is not reachable now", not "the query is wrong"; and the
-// network's own (a database Service whose name does not resolve yet counts: it is starting).
-const UNAVAILABLE = /^(08|53|57P0)/
+// SQLSTATEs that mean "the database cannot answer now, retry", not "the query is wrong": connection
+// failures (08), too many connections or out of resources (53), shutting down (57P0x), a statement
+// cancelled by its timeout (57014) and a lock not had within lock_timeout (55P03) — a load's swap or
+// a long reader holds it; and the network's own (a database Service whose name does not resolve yet
+// counts: it is starting), and the pg client's own timeouts.
+const UNAVAILABLE = /^(08|53|57P0|57014$|55P03$)/
 export function isUnavailable (err) {
   return UNAVAILABLE.test(err?.code ?? '') ||
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND'].includes(err?.code) ||
-    /timeout exceeded when trying to connect|Connection terminated/i.test(err?.message ?? '')
+    /timeout exceeded when trying to connect|Connection terminated|Query read timeout/i.test(err?.message ?? '')
+}
+
+/**
+ * Whether `err` means the connection was lost with a statement in flight (dropped, reset, timed out on
+ * the client side, the server killed or shutting down), rather than the server answering that the
+ * statement failed. Only then can a COMMIT in flight have committed without the client knowing.
+ */
+export function connectionLost (err) {
+  const code = err?.code ?? ''
+  return !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0)/.test(code)
+}
+
+/**
+ * Runs `fn(conn)` on one connection of the pool: `conn.query` takes pg's arguments, for several
+ * statements on one connection (a transaction). All of it — the wait for the connection and every
+ * statement — has the pool's query_timeout (PG_QUERY_TIMEOUT_MS) in all, on the client's clock: a frozen
+ * or cut-off server fails it within that bound, however many statements were to come. A connection
+ * that dies while lent out emits 'error' on its client, which would end the worker thread without a
+ * listener: here it only fails the statement in progress; a connection lost, or left with a statement
+ * timed out on the client side, is dropped instead of going back to the pool.
+ */
+export async function withClient (pool, fn) {
+  const timeout = pool.options.query_timeout
+  const deadline = timeout ? performance.now() + timeout : Infinity
+  const client = await pool.connect()
+  let lost
+  const onError = (err) => { lost ??= err }
+  client.on('error', onError)
+  const conn = {
+    query (config, values) {
+      const query = typeof config === 'string' ? { text: config, values } : { ...config, ...(values !== undefined && { values }) }
+      if (deadline !== Infinity) query.query_timeout = Math.max(1, Math.round(deadline - performance.now()))
+      return client.query(query).catch((err) => {
+        if (connectionLost(err)) lost ??= err
+        throw err
+      })
+    }
+  }
+  try {
+    return await fn(conn)
+  } finally {
+    client.off('error', onError)
+    client.release(lost)
+  }
 }

@@ -6,9 +6,10 @@ import { createMetrics, poolMetrics } from './metrics.js'
 import { createPool, warmPool } from './pg.js'
 import { createCache } from './cache.js'
 import { buildApp } from './app.js'
+import { trackConnections } from './drain.js'
 
 // config: the main thread's, validated once there (cli.js), passed as it is.
-const { serviceUrl, id, reusePort, pretty, config } = workerData
+const { serviceUrl, id, reusePort, pretty, config, database } = workerData
 // Imported by URL, not statically: this thread runs whichever service started it, and its routes are
 // code, which cannot be sent to a thread.
 const service = (await import(serviceUrl)).default
@@ -29,7 +30,10 @@ function call (op, args = {}) {
 
 const cache = createCache({ config, metrics, log, broadcast: (key, version) => call('invalidate', { key, version }) })
 // A scrape landing here is answered by the main thread with the sum of every worker.
-const app = await buildApp({ service, config, log, metrics, pool, cache, collectMetrics: () => call('scrape') })
+// PostgreSQL as the main thread's probe last saw it (workers.js): 0 unknown, 1 ok, 2 down.
+const databaseState = () => ['unknown', 'ok', 'down'][Atomics.load(database, 0)]
+const app = await buildApp({ service, config, log, metrics, pool, cache, collectMetrics: () => call('scrape'), databaseState })
+const connections = trackConnections(app.server)
 
 // What the main thread asks of every worker.
 const answers = {
@@ -46,9 +50,11 @@ parentPort.on('message', async (msg) => {
   } else if (msg.type === 'shutdown') {
     app.draining = true
     await sleep(config.SHUTDOWN_DELAY_MS)
-    await app.close() // stops accepting, lets in-flight requests finish, closes pool and cache
+    const cut = await connections.drain(config.SHUTDOWN_GRACE_MS) // lets in-flight requests finish, then stops accepting
+    if (cut) log.warn(`${cut} connection(s) still busy after SHUTDOWN_GRACE_MS, closed`)
+    await app.close() // closes pool and cache
     metrics.stop()
-    process.exit(0) // ends this thread only
+    process.exit(cut ? 1 : 0) // ends this thread only; 1: requests were cut
   }
 })
 

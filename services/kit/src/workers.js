@@ -6,10 +6,12 @@ import { Worker } from 'node:worker_threads'
 import { createServer } from 'node:net'
 import closeWithGrace from 'close-with-grace'
 import { createProcessMetrics, aggregate } from './metrics.js'
+import { createPool } from './pg.js'
 
 const RESTARTS_ALLOWED = 5 // within RESTART_WINDOW_MS; past that the process exits and Kubernetes restarts the pod
 const RESTART_WINDOW_MS = 60_000
 const ASK_TIMEOUT_MS = 2000
+const PROBE_INTERVAL_MS = 1000
 
 /** SO_REUSEPORT for `listen` came with Node 22.12 / 23.1, on Linux and a few BSDs. */
 function reusePortSupport () {
@@ -17,6 +19,30 @@ function reusePortSupport () {
   if (major < 22 || (major === 22 && minor < 12) || (major === 23 && minor < 1)) return `Node ${process.version} has no reusePort`
   if (!['linux', 'freebsd', 'dragonfly', 'sunos', 'aix'].includes(process.platform)) return `${process.platform} does not balance SO_REUSEPORT`
   return null
+}
+
+/**
+ * PostgreSQL as this pod sees it, for /readyz: `SELECT 1` every PROBE_INTERVAL_MS on a connection of
+ * its own (one per process, not from the request pools, so it never waits behind requests nor takes a
+ * connection from them), bounded by the same connect and query timeouts. The result is shared with
+ * every worker through `state` (0 unknown, 1 ok, 2 down), read without a message or a wait.
+ */
+function probeDatabase (config, log, name) {
+  const state = new Int32Array(new SharedArrayBuffer(4))
+  // allowExitOnIdle: the idle probe connection never holds the process open at exit.
+  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_POOL_MIN: 0 }, log, `${name}-probe`)
+  pool.options.allowExitOnIdle = true
+  let timer
+  let stopped = false
+  const check = async () => {
+    const up = await pool.query('SELECT 1').then(() => true, () => false)
+    Atomics.store(state, 0, up ? 1 : 2)
+    if (stopped) return
+    timer = setTimeout(check, PROBE_INTERVAL_MS)
+    timer.unref()
+  }
+  check()
+  return { state, stop () { stopped = true; clearTimeout(timer); pool.end().catch(() => {}) } }
 }
 
 function claimPort (host, port) {
@@ -50,6 +76,7 @@ export async function runWorkers (service, config, log) {
     process.exit(1)
   }
   const processMetrics = createProcessMetrics()
+  const database = probeDatabase(config, log, service.name)
   const workers = new Map() // id -> Worker
   const asks = new Map() // ask id -> { answers, waiting, resolve, timer }
   const restarts = []
@@ -67,7 +94,7 @@ export async function runWorkers (service, config, log) {
   function spawn (id) {
     return new Promise((resolve, reject) => {
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
-        workerData: { serviceUrl: service.url, id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config }
+        workerData: { serviceUrl: service.url, id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config, database: database.state }
       })
       workers.set(id, worker)
       worker.on('message', async (msg) => {
@@ -121,14 +148,18 @@ export async function runWorkers (service, config, log) {
   }
 
   // Signals are handled from the start: a SIGTERM while workers are still starting is graceful too.
-  closeWithGrace({ delay: config.SHUTDOWN_GRACE_MS, logger: { error: (m) => log.error(m) } }, async ({ signal, err }) => {
+  // The workers keep serving SHUTDOWN_DELAY_MS, then have SHUTDOWN_GRACE_MS to finish.
+  closeWithGrace({ delay: config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_GRACE_MS, logger: { error: (m) => log.error(m) } }, async ({ signal, err }) => {
     closing = true
+    database.stop()
     if (err) log.error({ err }, 'main thread error, shutting down')
     log.info({ signal }, 'shutting down: finishing in-flight requests')
-    await Promise.all([...workers.values()].map((worker) => new Promise((resolve) => {
+    const codes = await Promise.all([...workers.values()].map((worker) => new Promise((resolve) => {
       worker.once('exit', resolve)
       worker.postMessage({ type: 'shutdown' })
     })))
+    // A worker that had to cut requests still busy after the grace exits 1, and so does the process.
+    if (codes.some((code) => code !== 0)) throw new Error('requests were still running after SHUTDOWN_GRACE_MS and were cut')
     log.info('all workers closed')
   })
 

@@ -74,6 +74,21 @@ for (const [kind, make] of Object.entries(kinds)) {
     assert.equal(await cached(cache, 't:item:1', async () => assert.fail('should be a hit')), '"v2"')
   })
 
+  test(`${kind}: an answer above CACHE_MAX_ENTRY_BYTES (UTF-8) is served but not cached`, async (t) => {
+    const { cache } = await make(t, { CACHE_MAX_ENTRY_BYTES: '1000' })
+    let loads = 0
+    const read = async (key, text) => { const v = await cached(cache, key, async () => { loads++; return text }); await sleep(20); return v }
+    const small = `"${'a'.repeat(990)}"`
+    const large = `"${'a'.repeat(1000)}"`
+    const wide = `"${'é'.repeat(500)}"` // 502 characters, 1002 bytes
+    for (const [key, text, cached] of [['t:size:1', small, true], ['t:size:2', large, false], ['t:size:3', wide, false]]) {
+      loads = 0
+      assert.equal(await read(key, text), text)
+      assert.equal(await read(key, text), text)
+      assert.equal(loads, cached ? 1 : 2, `${key}: ${text.length} characters ${cached ? '' : 'not '}cached`)
+    }
+  })
+
   test(`${kind}: CACHE_ENABLED=false always loads`, async (t) => {
     const { cache } = await make(t, { CACHE_ENABLED: 'false' })
     let loads = 0
@@ -81,6 +96,34 @@ for (const [kind, make] of Object.entries(kinds)) {
     assert.equal(loads, 3)
   })
 }
+
+test('memory: the in-process cache holds at most CACHE_MEMORY_MAX_BYTES, the oldest entries go first', async (t) => {
+  const { cache } = await cacheOn(t, undefined, { CACHE_MEMORY_MAX_BYTES: '100000' })
+  const text = `"${'x'.repeat(10_000)}"` // counted 2 bytes a character: ~20 KB an entry, 4 fit
+  for (let i = 0; i < 100; i++) await cached(cache, `t:many:${i}`, async () => text)
+  const kept = async (i) => {
+    let loaded = false
+    await cached(cache, `t:many:${i}`, async () => { loaded = true; return text })
+    return !loaded
+  }
+  assert.equal(await kept(99), true, 'the newest is kept')
+  assert.equal(await kept(0), false, 'the oldest went')
+  let more = 0
+  for (let i = 50; i < 99; i++) more += await kept(i) ? 1 : 0
+  assert.ok(more <= 4, `${more} more entries of 20 KB kept within 100 KB`)
+})
+
+test('memory: an entry lives at most CACHE_MEMORY_TTL_MS from when its data was read, whatever CACHE_TTL_SECONDS', async (t) => {
+  const { cache } = await cacheOn(t, undefined, { CACHE_MEMORY_TTL_MS: '400', CACHE_TTL_SECONDS: '300' })
+  let loads = 0
+  const load = async () => { loads++; await sleep(200); return '"v"' } // the data is 200 ms old once stored
+  await cached(cache, 't:ttl:1', load)
+  await cached(cache, 't:ttl:1', load)
+  assert.equal(loads, 1, 'a hit meanwhile')
+  await sleep(250) // 450 ms after the load began
+  await cached(cache, 't:ttl:1', load)
+  assert.equal(loads, 2, 'expired 400 ms after the read of its data, not after it was stored')
+})
 
 test('redis down: reads fail open to the loader and count errors', async (t) => {
   const redis = await startRedis()
@@ -116,6 +159,69 @@ test('redis stalled: reads time out to the loader; an invalidation it missed is 
     value = await raw.get('t:x:1')
   }
   assert.equal(value, '2', 'the missed invalidation reached Redis: the old version can no longer be served')
+})
+
+test('redis frozen: after CACHE_BREAKER_FAILURES timeouts Redis is bypassed at once, probed, and used again once it answers', async (t) => {
+  const redis = await startRedis()
+  t.after(async () => { redis.resume(); await redis.stop() })
+  const { cache, count } = await cacheOn(t, redis.url, { CACHE_BREAKER_FAILURES: '3', CACHE_BREAKER_OPEN_MS: '500' })
+  const load = async () => '"db"'
+  await cached(cache, 't:b:1', load)
+  await sleep(20)
+  assert.equal(cache.state(), 'ok')
+  redis.pause()
+  for (let i = 0; i < 3; i++) await cached(cache, `t:b:${i}`, load) // three timeouts in a row
+  assert.equal(await count('error'), 3)
+  assert.equal(cache.state(), 'bypassed')
+  const t0 = performance.now()
+  for (let i = 0; i < 50; i++) assert.equal(await cached(cache, 't:b:1', load), '"db"')
+  const ms = performance.now() - t0
+  assert.ok(ms < 250, `50 reads bypassing a frozen Redis in ${Math.round(ms)} ms, not 50 × CACHE_TIMEOUT_MS`)
+  assert.equal(await count('bypass'), 50)
+  assert.equal(await count('error'), 3, 'no more calls to the frozen Redis (the probe is not a request)')
+  await sleep(1500) // probes meanwhile: still frozen, still bypassed
+  assert.equal(cache.state(), 'bypassed')
+
+  redis.resume()
+  let hits = 0
+  for (let i = 0; i < 100 && hits === 0; i++) {
+    await sleep(50)
+    await cached(cache, 't:b:1', load)
+    hits = await count('hit')
+  }
+  assert.equal(cache.state(), 'ok')
+  assert.ok(hits >= 1, 'hits again once Redis answers')
+})
+
+test('redis frozen, 2 replicas: an invalidation Redis missed during the outage is never lost to a read after it', async (t) => {
+  const redis = await startRedis()
+  t.after(async () => { redis.resume(); await redis.stop() })
+  // The writer probes less often: its replay comes well after the reader finds Redis back (still
+  // within the reader's settling time, CACHE_BREAKER_OPEN_MS + 1 s).
+  const writer = await cacheOn(t, redis.url, { CACHE_BREAKER_FAILURES: '3', CACHE_BREAKER_OPEN_MS: '900' })
+  const reader = await cacheOn(t, redis.url, { CACHE_BREAKER_FAILURES: '3', CACHE_BREAKER_OPEN_MS: '300' })
+  let version = 1 // the row in "PostgreSQL"
+  const load = async () => ({ value: `"v${version}"`, version })
+  const trip = (c) => Promise.all([2, 3, 4].map((i) => cached(c.cache, `t:r:${i}`, load))) // three timeouts at once
+  assert.equal(await cached(reader.cache, 't:r:1', load), '"v1"')
+  await sleep(20) // cached in Redis at version 1
+  redis.pause()
+  await trip(reader)
+  await trip(writer)
+  assert.deepEqual([reader.cache.state(), writer.cache.state()], ['bypassed', 'bypassed'])
+  version = 2
+  // Committed and acknowledged. The writer's breaker is open: the tombstone is not even sent (a
+  // partition would lose it the same way); the writer replays it once its own probe finds Redis back.
+  await writer.cache.invalidate('t:r:1', 2)
+  assert.equal(await cached(reader.cache, 't:r:1', load), '"v2"', 'bypassing: read from the database')
+  await sleep(500)
+  redis.resume()
+  // Redis holds version 1 until the writer replays; no read may return it meanwhile.
+  for (let i = 0; i < 60; i++) {
+    assert.equal(await cached(reader.cache, 't:r:1', load), '"v2"', `read ${i} after Redis came back`)
+    await sleep(25)
+  }
+  assert.equal(reader.cache.state(), 'ok')
 })
 
 // Read-after-write through real processes: a PUT acknowledged on one worker or replica is never

@@ -80,6 +80,27 @@ function exited (child) {
   return new Promise((resolve) => child.once('exit', resolve))
 }
 
+// The state and parent of a process from /proc/<pid>/stat ("pid (comm) state ppid …"); null once gone.
+function stat (pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const [state, ppid] = text.slice(text.lastIndexOf(')') + 2).split(' ')
+    return { state, ppid: Number(ppid) }
+  } catch {
+    return null
+  }
+}
+const gone = (pid) => [undefined, 'Z', 'X'].includes(stat(pid)?.state) // a zombie is gone too: it only waits to be reaped
+
+// Sends `signal` to `pid`, then to each of its children (Linux /proc); returns the children's pids.
+function signalTree (pid, signal) {
+  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && stat(d)?.ppid === pid).map(Number)
+  for (const p of [pid, ...children]) {
+    try { process.kill(p, signal) } catch {}
+  }
+  return children
+}
+
 /** Creates an empty database with a unique name on the server of `adminUrl` and returns its URL. */
 export async function createDatabase (adminUrl, prefix = 'test') {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`
@@ -128,7 +149,10 @@ export function processesWithEnv (name, value) {
 /**
  * Starts a PostgreSQL server in a temporary directory on a free loopback port.
  * `settings` are extra `-c name=value` server settings (a benchmark passes bulk-load tuning here).
- * Returns { url, port, dir, createDatabase(), stop({ keepData }), start() }.
+ * Returns { url, port, dir, createDatabase(), stop({ keepData }), start(), pause(), resume(), kill(),
+ * holdCommits(on) }: pause() stops every process of the server (SIGSTOP: connections stay open, nothing
+ * answers, as a frozen host or a partition), resume() lets it go on; kill() is kill -9 of every process
+ * (a crash: start() then recovers from the WAL).
  */
 export async function startPostgres ({ settings = {} } = {}) {
   const initdb = findBinary('initdb', 'postgresql (apt-get install postgresql)')
@@ -168,11 +192,40 @@ export async function startPostgres ({ settings = {} } = {}) {
     dir,
     output: () => output(),
     createDatabase: (prefix) => createDatabase(url, prefix),
-    /** Starts the server again on the same port and data after stop({ keepData: true }). */
+    /** Starts the server again on the same port and data after stop({ keepData: true }) or kill(). */
     start,
-    async stop ({ keepData = false } = {}) {
-      child.kill('SIGINT') // fast shutdown: clients are disconnected at once
+    // Each backend is its own process group (PostgreSQL calls setsid), so every process is signalled.
+    // The postmaster first: stopped, it forks no new backend.
+    pause: () => signalTree(child.pid, 'SIGSTOP'),
+    resume: () => signalTree(child.pid, 'SIGCONT'),
+    async kill () {
+      signalTree(child.pid, 'SIGSTOP') // none of them may react to the others' end: all die at once
+      const backends = signalTree(child.pid, 'SIGKILL')
       await exited(child)
+      await waitFor(() => backends.every(gone), 'postgres backends to exit', 10_000)
+    },
+    /**
+     * holdCommits(true): every COMMIT, once durable, waits for a synchronous standby that never
+     * answers — the window between a commit and its answer (microseconds otherwise) as wide as a test
+     * needs, e.g. to kill the server inside it. holdCommits(false) lets them go. Kept across kill() and
+     * start() (ALTER SYSTEM), like the commits it holds.
+     */
+    async holdCommits (on) {
+      const c = new pg.Client({ connectionString: url })
+      await c.connect()
+      try {
+        await c.query(on ? "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" : 'ALTER SYSTEM RESET synchronous_standby_names')
+        await c.query('SELECT pg_reload_conf()')
+      } finally {
+        await c.end()
+      }
+    },
+    async stop ({ keepData = false } = {}) {
+      if (child.exitCode === null && child.signalCode === null) {
+        signalTree(child.pid, 'SIGCONT') // a paused server cannot shut down
+        child.kill('SIGINT') // fast shutdown: clients are disconnected at once
+        await exited(child)
+      }
       if (!keepData) await rm(dir, { recursive: true, force: true })
     }
   }

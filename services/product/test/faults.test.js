@@ -19,9 +19,12 @@ test('Redis killed: every request still 200 from PostgreSQL; Redis back: hits ag
     const during = await Promise.all(Array.from({ length: 40 }, (_, i) => get(svc.url, `/products/${1 + (i % 20)}/styles`)))
     assert.deepEqual(during.map((r) => r.status).filter((s) => s !== 200 && s !== 404), [])
     assert.deepEqual(during[0].body.product_id, '1')
-    // Concurrent requests for one key share a lookup, so at least one error per distinct key.
-    const errors = metric(await scrape(svc), 'cache_requests_total', { result: 'error' })
-    assert.ok(errors >= 20, `cache errors counted: ${errors}`)
+    // Concurrent requests for one key share a lookup, so at least one failed or bypassed lookup per
+    // distinct key: errors until the circuit breaker opens, then bypasses.
+    const text = await scrape(svc)
+    const errors = metric(text, 'cache_requests_total', { result: 'error' })
+    const bypassed = metric(text, 'cache_requests_total', { result: 'bypass' })
+    assert.ok(errors >= 1 && errors + bypassed >= 20, `cache errors ${errors}, bypassed ${bypassed}`)
     assert.equal((await get(svc.url, '/readyz')).status, 200, 'a cache outage does not take the pod out of service')
 
     await redis.start()
@@ -60,7 +63,9 @@ test('PostgreSQL restarted: 503 with Retry-After while down, 200 again after, ca
     assert.equal(down.headers.get('retry-after'), '1')
     assert.deepEqual(down.body, { statusCode: 503, error: 'Service Unavailable', message: 'database unavailable, retry shortly' })
     assert.equal((await get(svc.url, '/products/1')).status, 200, 'cached answers survive the outage')
-    assert.equal((await get(svc.url, '/readyz')).status, 503)
+    let ready
+    for (let i = 0; i < 30 && ready?.body.postgres !== 'down'; i++) { await sleep(100); ready = await get(svc.url, '/readyz') } // the probe checks every second
+    assert.deepEqual([ready.status, ready.body.postgres], [200, 'down'], 'still ready: it serves cached answers and fast 503s')
     await server.start()
     let status
     for (let i = 0; i < 50 && status !== 200; i++) {
@@ -68,7 +73,6 @@ test('PostgreSQL restarted: 503 with Retry-After while down, 200 again after, ca
       status = (await get(svc.url, '/products/3')).status
     }
     assert.equal(status, 200, 'recovers without a restart')
-    assert.equal((await get(svc.url, '/readyz')).status, 200)
   } finally {
     await svc.stop()
     await redis.stop()
@@ -76,8 +80,8 @@ test('PostgreSQL restarted: 503 with Retry-After while down, 200 again after, ca
   }
 })
 
-test('SIGTERM under load: every request sent gets its answer, none is reset, exit 0', async () => {
-  const svc = await startProduct({ DATABASE_URL: await catalogueDatabase(), WORKERS: '2', SHUTDOWN_DELAY_MS: '500' })
+test('SIGTERM under keep-alive load, default SHUTDOWN_DELAY_MS (0): every request sent gets its answer, none is reset, exit 0', async () => {
+  const svc = await startProduct({ DATABASE_URL: await catalogueDatabase(), WORKERS: '2' })
   const paths = Array.from({ length: 50 }, (_, i) => `/products/${1 + i}/styles`)
   let stopping = false
   const load = keepAliveLoad({ url: svc.url, paths, clients: 32, until: () => stopping })
