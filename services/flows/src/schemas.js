@@ -33,12 +33,12 @@ export function postFlows ({ maxBatch, bodyLimit }) {
     description: 'The whole batch is validated first: one bad element is a 400 naming its index and field ' +
       `(\`body/3/bytes_tx must be >= 0\`) and nothing of the batch is stored. At most ${maxBatch} records ` +
       `(FLOWS_MAX_BATCH) and ${bodyLimit} bytes of body (FLOWS_BODY_LIMIT, else 413). 200 means durable: ` +
-      `the records are committed. 503 with Retry-After: nothing of the batch was stored, send it again. ` +
-      `504 with Retry-After: the database connection was lost while the batch was committing, so whether it ` +
-      `was stored is unknown; send it again with the same Idempotency-Key, which makes it count once ` +
-      `(without a key a resend may count it twice). Clients that retry should always send an Idempotency-Key. ` +
-      `An optional Idempotency-Key header makes a retry of a committed batch count once; the same key with a ` +
-      `different batch is a 422 and stores nothing. 422 also when a total would pass 2^63-1.`,
+      'the records are committed. 503 with Retry-After: nothing of the batch was stored, send it again. ' +
+      '504 with Retry-After: the database connection was lost while the batch was committing, so whether it ' +
+      'was stored is unknown; send it again with the same Idempotency-Key, which makes it count once ' +
+      '(without a key a resend may count it twice). Clients that retry should always send an Idempotency-Key. ' +
+      'An optional Idempotency-Key header makes a retry of a committed batch count once; the same key with a ' +
+      'different batch is a 422 and stores nothing. 422 also when a total would pass 2^63-1.',
     tags: ['flows'],
     headers: {
       type: 'object',
