@@ -20,8 +20,8 @@ const tools = `${process.env.SUITE_TOOLS ?? `${homedir()}/.cache/suite-tools`}/g
 
 // Lines covered by the test run, per workspace, at least (percent): a service without a floor of
 // its own gets `services`'. Raise a floor when coverage rises; a change that leaves code untested
-// fails here. The root: scripts/ and loadtests/ (the benchmarks, explain and fuzz run only by hand,
-// k8s/e2e only on a cluster: not counted).
+// fails here. The root: scripts/ and loadtests/ (not counted: the benchmarks and explain, run by
+// hand; fuzz and the fault suite, CI stages of their own; k8s/e2e, on a cluster).
 // Set a point or so below a full run's figures (2026-11-25: kit 98.4, product 99.6, profile 100,
 // menu 100, flows 98.5, root 61.8): fault paths reached by timing vary a little between runs.
 const COVERAGE_FLOORS = {
@@ -35,7 +35,7 @@ const COVERAGE_FLOORS = {
 }
 const floorOf = (ws) => COVERAGE_FLOORS[ws] ?? COVERAGE_FLOORS.services
 const COVERED = ['services/*/src/**', 'services/*/etl/**', 'scripts/**', 'loadtests/lib/**', 'loadtests/*.js']
-const NOT_COVERED = ['**/*.test.js', 'scripts/bench/**', 'scripts/bench*.js', 'scripts/explain.js', 'scripts/fuzz.js', 'scripts/tools.sh']
+const NOT_COVERED = ['**/*.test.js', 'scripts/bench/**', 'scripts/bench*.js', 'scripts/explain.js', 'scripts/fuzz.js', 'scripts/faults.js', 'scripts/faults/**', 'scripts/tools.sh']
 
 let lint = 0
 if (whole) {
