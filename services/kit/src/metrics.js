@@ -35,10 +35,13 @@ export function createMetrics ({ worker = 0 } = {}) {
     help: 'database loads behind cache misses; concurrent misses of one key share one load',
     labelNames: ['keyspace']
   }))
+  // 1 once the worker listens (worker.js sets `serving`): a worker still opening its pool answers
+  // scrapes already, but serves nothing yet.
+  m.serving = false
   new client.Gauge(opts({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
     name: 'service_workers',
-    help: 'worker threads serving',
-    collect () { this.set(1) }
+    help: 'worker threads serving (listening on the port)',
+    collect () { this.set(m.serving ? 1 : 0) }
   }))
 
   // Event-loop delay as a cumulative histogram: how late a 10 ms timer fires, every time. Counters

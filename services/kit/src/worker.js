@@ -60,4 +60,5 @@ parentPort.on('message', async (msg) => {
 
 await warmPool(pool, log)
 const address = await app.listen({ host: config.HOST, port: config.PORT, reusePort })
+metrics.serving = true
 parentPort.postMessage({ type: 'listening', address })
