@@ -79,7 +79,7 @@ export function markdown ({ scenario, baseUrl, seconds, warmup, slo, rows, break
     `# Ladder: ${scenario} at ${baseUrl}`,
     '',
     `${seconds} s per step (vegeta, constant arrival rate), ${warmup.seconds > 0 ? `after a warm-up of ${warmup.seconds} s at ${warmup.rate} RPS` : 'no warm-up'}; ` +
-      `SLO p95 ≤ ${slo.p95} ms, p99 ≤ ${slo.p99} ms, errors < ${slo.errorRate * 100}%, ≤ ${SLO.maxDropped * 100}% of requests late or dropped.`,
+    `SLO p95 ≤ ${slo.p95} ms, p99 ≤ ${slo.p99} ms, errors < ${slo.errorRate * 100}%, ≤ ${SLO.maxDropped * 100}% of requests late or dropped.`,
     '',
     '| target RPS | achieved RPS | p50 ms | p95 ms | p99 ms | errors | late | dropped | verdict | report |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |'
@@ -135,7 +135,7 @@ export const usage = {
 }
 
 /** NAME=VALUE options → an object; a malformed one is a usage error. */
-export function envOf (list) {
+function envOf (list) {
   return Object.fromEntries(list.map((kv) => {
     const i = kv.indexOf('=')
     if (!/^[A-Z][A-Z0-9_]*$/.test(kv.slice(0, i))) throw new UsageError(`--env must be NAME=VALUE with NAME in capitals (got "${kv}")`)

@@ -126,7 +126,7 @@ export function markdown ({ scenario, requests, connections, repeat, rows, cells
     `# Scale-out matrix: ${scenario}`,
     '',
     `${fmt(requests)} requests over ${connections} connections per run (vegeta, closed loop), ${repeat} run(s) per cell, ${fmt(rows)} rows of data; ` +
-      'load generator, PostgreSQL, Redis, nginx and the services share this machine\'s cores.',
+    'load generator, PostgreSQL, Redis, nginx and the services share this machine\'s cores.',
     '',
     '| instances | WORKERS | load balancer | RPS mean ± stdev | ratio to 1×1 | time per run s | p99 ms | errors | requests per instance % |',
     '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |'

@@ -43,6 +43,16 @@ const COMMANDS = [
   ['scripts/explain.js', 'explain', [
     [['--products', '1e5'], /^explain: --products must be a whole number ≥ 1 \(got "1e5"\)$/]
   ]],
+  ['scripts/generate.js', 'generate', [
+    [['extra'], /^generate: Unexpected argument 'extra'/]
+  ]],
+  ['scripts/new-service.js', 'new-service', [
+    [[], /^new-service: --name NAME is required$/],
+    [['--name', 'Bad-Name'], /^new-service: --name must be lowercase letters and digits, a letter first \(got "Bad-Name"\)$/],
+    [['--name', 'product'], /^new-service: --name: product exists already$/],
+    [['--name', 'x1', '--port', '80'], /^new-service: --port must be a port number from 1024 to 65535 \(got "80"\)$/],
+    [['--name', 'x1', '--port', '3000'], /^new-service: --port: 3000 is product's$/]
+  ]],
   ['services/product/src/cli.js', 'product', [
     [['fly'], /^product: unknown command "fly"$/],
     [['generate', '--products', 'many', '--out', '/tmp/never'], /^product generate: --products must be a whole number \(got "many"\)$/],

@@ -28,7 +28,7 @@ const client = new pg.Client({ connectionString: await server.createDatabase('ex
 try {
   await client.connect()
   if (!existsSync(`${dir}/manifest.json`)) await generate({ out: dir, products: PRODUCTS, seed: 1 })
-  await migrate(client, `${root}services/product/migrations`)
+  await migrate(client, { name: 'product', migrations: `${root}services/product/migrations` })
   await load({ db: pgTarget(client), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
   const { rows: [{ n, mid }] } = await client.query('SELECT max(seq) AS n, (SELECT id FROM products WHERE seq = (SELECT max(seq) / 2 FROM products)) AS mid FROM products')
   const last = Math.ceil(n / 5)
@@ -38,7 +38,7 @@ try {
     ['GET /products/:id/related', sql.related.text, [mid]],
     ['GET /products?page=1&count=5', sql.productPage.text, [0, 5]],
     [`GET /products?page=${last}&count=5 (seq range)`, sql.productPage.text, [(last - 1) * 5, last * 5]],
-    [`the same page with OFFSET, as the journal did (replaced)`, 'SELECT * FROM products ORDER BY id LIMIT 5 OFFSET $1', [(last - 1) * 5]],
+    ['the same page with OFFSET, as the journal did (replaced)', 'SELECT * FROM products ORDER BY id LIMIT 5 OFFSET $1', [(last - 1) * 5]],
     ['GET /products?after=<id>&count=5 (keyset)', sql.productsAfter.text, [mid, 5]]
   ]
   for (const [name, text, params] of cases) {

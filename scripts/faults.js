@@ -43,7 +43,7 @@ async function database (server, service, seed) {
   const c = new pg.Client({ connectionString: url })
   await c.connect()
   try {
-    await migrate(c, `${root}services/${service}/migrations`)
+    await migrate(c, { name: service, migrations: `${root}services/${service}/migrations` })
     if (seed) await c.query(seed)
   } finally {
     await c.end()

@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startPostgres, startRedis, startService, createDatabase, databaseEnv } from '@suite/kit/testing'
+import { SERVICES as LIST } from '../services/list.js'
 
 const SCHEMATHESIS = '4.32.5'
 const FIXED_SEED = 11
@@ -24,13 +25,9 @@ const { values: opts } = parseArgs({
 })
 const seeds = [FIXED_SEED, Number(opts.seed ?? new Date().toISOString().slice(0, 10).replaceAll('-', ''))]
 
-// Each service with the data it is fuzzed on: a small generated set (in `dir`), loaded by its own commands.
-const SERVICES = {
-  product: (dir) => [['generate', '--products', '300', '--out', dir], ['load', '--dir', dir]],
-  profile: (dir) => [['generate', '--restaurants', '300', '--out', dir], ['load', '--dir', dir]],
-  menu: (dir) => [['generate', '--menus', '300', '--out', dir], ['load', '--dir', dir]],
-  flows: () => []
-}
+// Each service of services/list.js with the data it is fuzzed on: a small generated set (in `dir`),
+// loaded by its own commands.
+const SERVICES = Object.fromEntries(LIST.map((s) => [s.name, (dir) => s.data ? [['generate', `--${s.data.option}`, '300', '--out', dir], ['load', '--dir', dir]] : []]))
 const only = opts.only ? opts.only.split(',') : Object.keys(SERVICES)
 
 const st = await schemathesis()
@@ -38,7 +35,7 @@ const redisPassword = randomBytes(12).toString('hex')
 const work = await mkdtemp(join(tmpdir(), 'suite-fuzz-'))
 let pg, redis
 const running = []
-let bad = 1
+let bad
 try {
   pg = await startPostgres() // scram-sha-256: every TCP client logs in with a password
   redis = await startRedis({ password: redisPassword })

@@ -23,15 +23,15 @@ const TERMINATE = 'X'
 const PASSWORD_MESSAGE = 'p'
 
 /** Bytes of a startup message, at most (PostgreSQL's own limit). */
-export const MAX_STARTUP = 10_000
+const MAX_STARTUP = 10_000
 /** Bytes of one exchange (all messages up to a Sync, or one Query), at most. */
-export const MAX_EXCHANGE = 16 * 1024 * 1024
+const MAX_EXCHANGE = 16 * 1024 * 1024
 /** Client connections at once, at most. */
 export const MAX_CONNECTIONS = 100
 /** Exchanges of one connection waiting for PGlite, at most: past that its socket is not read. */
-export const MAX_QUEUED = 16
+const MAX_QUEUED = 16
 /** A connection idle this long inside a transaction (every other client waits for it) is ended. */
-export const IDLE_IN_TRANSACTION_MS = 5000
+const IDLE_IN_TRANSACTION_MS = 5000
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost'])
 
 /** A simple-protocol Query message. */

@@ -126,7 +126,7 @@ test('concurrent connections: every parameterized answer is its own, transaction
     lost.on('error', () => {}) // the termination below is the point
     await lost.connect()
     await lost.query('BEGIN')
-    await lost.query("INSERT INTO t VALUES (99, 0)")
+    await lost.query('INSERT INTO t VALUES (99, 0)')
     lost.connection.stream.destroy()
     const { rows: [after] } = await pool.query('SELECT count(*)::int AS n FROM t WHERE conn = 99')
     assert.equal(after.n, 0)

@@ -1,5 +1,5 @@
 // No secret is ever printed: the suite runs with a known PostgreSQL and Redis password — in the URLs
-// and apart from them, right and wrong, through config errors, migrate, load, the four services
+// and apart from them, right and wrong, through config errors, migrate, load, every service
 // under requests and Redis faults, and npm start — and the password is in no log line, no answer
 // body or header, and no /metrics.
 import { test } from 'node:test'
@@ -16,11 +16,12 @@ import Redis from 'ioredis'
 import { startRedis, startService, freePort, get, send } from '@suite/kit/testing'
 import { adminUrl } from '@suite/kit/testing/env'
 import { generate } from '../services/product/etl/index.js'
+import { NAMES, serviceNamed } from '../services/list.js'
 
 const KNOWN = `Kn0wn-${randomBytes(8).toString('hex')}`
 const WRONG = `Wr0ng-${randomBytes(8).toString('hex')}`
 const cli = (service) => fileURLToPath(new URL(`../services/${service}/src/cli.js`, import.meta.url))
-const SERVICES = ['product', 'profile', 'menu', 'flows']
+const SERVICES = NAMES // services/list.js
 const VERBOSE = { LOG_LEVEL: 'trace', LOG_REQUESTS: 'true' }
 
 // Everything the suite printed or answered, to search for the passwords at the end.
@@ -39,12 +40,9 @@ function run (service, args, env, { until } = {}) {
 
 /** Every request a client makes of a service: answers ok, 400, 404; health, metrics, docs. */
 async function exercise (name, base) {
-  const paths = {
-    product: ['/products?count=3', '/products/1', '/products/1/styles', '/products/x', '/products/999999'],
-    profile: ['/restaurants/1', '/restaurants/1/profile', '/restaurants/x', '/restaurants/999999'],
-    menu: ['/menu/2', '/restaurants/2/menu', '/menu/x', '/menu/999999'],
-    flows: ['/flows?hour=1', '/flows?hour=x']
-  }[name]
+  // Its sample paths, and each again with its id or number made a word and made huge (400, 404).
+  const { samples } = serviceNamed(name)
+  const paths = [...samples, ...samples.filter((p) => /\d/.test(p)).flatMap((p) => [p.replace(/\d+/, 'x'), p.replace(/\d+/, '999999')])]
   for (const path of [...paths, '/healthz', '/readyz', '/metrics', '/docs/json', '/no/such/route']) {
     const r = await get(base, path)
     keep(`${name} GET ${path}`, `${r.status} ${JSON.stringify([...r.headers])} ${typeof r.body === 'string' ? r.body : JSON.stringify(r.body)}`)
@@ -93,7 +91,7 @@ test('a known password is in no log line, no answer and no /metrics', { timeout:
 
     // migrate and load, right and wrong password.
     await generate({ out: data, products: 200, seed: 1 })
-    for (const service of ['product', 'profile', 'menu', 'flows']) {
+    for (const service of SERVICES) {
       const r = await run(service, ['migrate'], { DATABASE_URL: url(KNOWN) }).exited
       assert.equal(r.code, 0, r.out)
     }
@@ -102,7 +100,7 @@ test('a known password is in no log line, no answer and no /metrics', { timeout:
     assert.notEqual((await run('product', ['migrate'], { DATABASE_URL: url(WRONG) }).exited).code, 0)
     assert.notEqual((await run('product', ['load', '--dir', data], { DATABASE_URL: url(WRONG) }).exited).code, 0)
 
-    // The four services: the password in the URL (product, menu) or apart (profile, flows).
+    // Every service: the password in the URL (every other one) or apart.
     for (const [i, name] of SERVICES.entries()) {
       const db = i % 2 ? { DATABASE_URL: bare, DATABASE_PASSWORD: KNOWN } : { DATABASE_URL: url(KNOWN), DATABASE_PASSWORD: KNOWN }
       const cache = i % 2 ? { REDIS_URL: `redis://127.0.0.1:${redis.port}`, REDIS_PASSWORD: KNOWN } : { REDIS_URL: redisUrl(KNOWN) }

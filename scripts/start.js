@@ -15,22 +15,17 @@ import pg from 'pg'
 import { migrate, redact, connectionOptions } from '@suite/kit'
 import { pgTarget, pgliteTarget } from '@suite/kit/etl'
 import { servePglite } from './pglite-server.js'
+import { SERVICES } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const PORT = Number(process.env.PORT ?? 3000) // product; then profile +1, menu +2, flows +3
+const PORT = Number(process.env.PORT ?? SERVICES[0].port) // the first service's; the others keep their distance from it
 const HOST = process.env.HOST ?? '127.0.0.1' // a laptop's quick start is not for the network
 const CHECK_HOST = ['0.0.0.0', '::'].includes(HOST) ? '127.0.0.1' : HOST.includes(':') ? `[${HOST}]` : HOST
 const SAMPLE_SIZE = Number(process.env.SAMPLE_SIZE ?? 2000) // products, restaurants and menus generated
 const log = (m) => console.log(`suite: ${redact(m)}`)
 
-// Each service: its port, and for those with a data set the table that tells whether it is empty
-// and the generator's size option.
-const services = [
-  { name: 'product', port: PORT, table: 'products', count: 'products', urls: ['/products', '/products/1', '/products/1/styles', '/products/1/related'] },
-  { name: 'profile', port: PORT + 1, table: 'restaurants', count: 'restaurants', urls: ['/restaurants/1', '/restaurants/1/profile'] },
-  { name: 'menu', port: PORT + 2, table: 'menus', count: 'menus', urls: ['/restaurants/2/menu', '/menu/2'] },
-  { name: 'flows', port: PORT + 3, urls: ['/flows?hour=1'] }
-].map((s) => ({ ...s, dir: `${root}services/${s.name}` }))
+// Each service of services/list.js on its port, moved by PORT as a whole (the first one's port).
+const services = SERVICES.map((s) => ({ ...s, port: s.port - SERVICES[0].port + PORT, dir: `${root}services/${s.name}` }))
 
 // Every port free before anything starts: on a port in use (a suite already running?) another
 // process would answer our readiness checks, and "ready" would be a lie.
@@ -39,7 +34,7 @@ for (const s of services) {
   try {
     await new Promise((resolve, reject) => server.once('error', reject).listen({ host: HOST, port: s.port, exclusive: true }, resolve))
   } catch (err) {
-    log(`cannot start ${s.name} on ${HOST}:${s.port}: ${err.code === 'EADDRINUSE' ? 'the port is in use (is the suite already running? PORT=… moves all four)' : err.message}`)
+    log(`cannot start ${s.name} on ${HOST}:${s.port}: ${err.code === 'EADDRINUSE' ? 'the port is in use (is the suite already running? PORT=… moves them all)' : err.message}`)
     process.exit(1)
   }
   await new Promise((resolve) => server.close(resolve))
@@ -49,6 +44,7 @@ let databaseUrl = process.env.DATABASE_URL
 let databasePassword = process.env.DATABASE_PASSWORD
 let embedded
 if (!databaseUrl) {
+  // Loaded only when used: PGlite's WebAssembly PostgreSQL is not wanted beside real servers.
   const { PGlite } = await import('@electric-sql/pglite')
   const db = await PGlite.create()
   const server = await servePglite(db) // loopback only, with a password made for this start
@@ -61,14 +57,15 @@ if (!databaseUrl) {
 const client = new pg.Client(connectionOptions(databaseUrl, databasePassword))
 await client.connect()
 for (const s of services) {
-  await migrate(client, `${s.dir}/migrations`)
-  if (!s.table) continue
-  const { rows: [{ empty }] } = await client.query(`SELECT NOT EXISTS (SELECT 1 FROM ${s.table}) AS empty`)
+  await migrate(client, { name: s.name, migrations: `${s.dir}/migrations` })
+  if (!s.data) continue
+  const { rows: [{ empty }] } = await client.query(`SELECT NOT EXISTS (SELECT 1 FROM ${s.data.table}) AS empty`)
   if (!empty) continue
-  log(`${s.name}: loading a generated sample (${SAMPLE_SIZE} ${s.count})`)
+  log(`${s.name}: loading a generated sample (${SAMPLE_SIZE} ${s.data.option})`)
+  // By path: the list names the services, each with its own data module.
   const etl = await import(`${s.dir}/etl/index.js`)
   const dir = `${root}.data/sample-${s.name}-${SAMPLE_SIZE}`
-  if (!existsSync(`${dir}/manifest.json`)) await etl.generate({ out: dir, [s.count]: SAMPLE_SIZE, seed: 1 })
+  if (!existsSync(`${dir}/manifest.json`)) await etl.generate({ out: dir, [s.data.option]: SAMPLE_SIZE, seed: 1 })
   // PGlite's wire protocol has no COPY FROM STDIN; the loader copies into it in process instead.
   await etl.load({ db: embedded ? pgliteTarget(embedded.db) : pgTarget(client), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
 }
@@ -129,7 +126,7 @@ children.forEach((c, i) => c.on('exit', (code) => {
 await Promise.all(services.map((s, i) => waitReady(s, children[i])))
 for (const s of services) {
   const base = `http://localhost:${s.port}`
-  log(`${s.name} ready: ${s.urls.map((u) => base + u).join('  ')}`)
+  log(`${s.name} ready: ${s.samples.map((u) => base + u).join('  ')}`)
   log(`${s.name} docs: ${base}/docs  metrics: ${base}/metrics`)
 }
 log(`listening on ${HOST} (HOST to change); cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)

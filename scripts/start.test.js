@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { get, processesWithEnv } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
+import { SERVICES } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -29,16 +30,17 @@ function listeningOn (port) {
   return [...new Set(found)]
 }
 
-// npm start takes PORT and the 3 ports after it: find 4 in a row that are free now.
-async function fourFreePorts () {
+// npm start moves every service of the list by PORT: find a PORT whose ports are all free now.
+const OFFSETS = SERVICES.map((s) => s.port - SERVICES[0].port)
+async function freePorts () {
   for (;;) {
     const first = createServer().listen(0, '0.0.0.0')
     await once(first, 'listening')
     const base = first.address().port
-    const rest = [1, 2, 3].map((i) => createServer().listen(base + i, '0.0.0.0'))
+    const rest = OFFSETS.slice(1).map((i) => createServer().listen(base + i, '0.0.0.0'))
     const ok = await Promise.all(rest.map((srv) => new Promise((resolve) => { srv.once('listening', () => resolve(true)); srv.once('error', () => resolve(false)) })))
     await Promise.all([first, ...rest].map((srv) => new Promise((resolve) => srv.close(() => resolve()))))
-    if (ok.every(Boolean) && base + 3 < 65536) return base
+    if (ok.every(Boolean) && base + Math.max(...OFFSETS) < 65536) return base
   }
 }
 
@@ -62,7 +64,7 @@ function launch (port, sampleSize, extra = {}, command = [process.execPath, file
 const SLOW = { timeout: 300_000 }
 
 test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, async () => {
-  const port = await fourFreePorts() // product; profile, menu, flows on the next three
+  const port = await freePorts()
   const launched = launch(port, 300)
   const { child, exited } = launched
   try {
@@ -71,7 +73,10 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, 
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     assert.match(launched.out, new RegExp(`product ready: http://localhost:${port}/products`))
-    for (let p = port; p < port + 4; p++) assert.deepEqual(listeningOn(p), ['0100007F'], `port ${p}: 127.0.0.1 only`)
+    for (const offset of OFFSETS) assert.deepEqual(listeningOn(port + offset), ['0100007F'], `port ${port + offset}: 127.0.0.1 only`)
+    for (const [i, s] of SERVICES.entries()) {
+      for (const path of s.samples) assert.equal((await get(`http://127.0.0.1:${port + OFFSETS[i]}`, path)).status, 200, `${s.name} ${path}`)
+    }
     const embedded = Number(/embedded PostgreSQL .*@127\.0\.0\.1:(\d+)\//.exec(launched.out)[1])
     assert.deepEqual(listeningOn(embedded), ['0100007F'], 'the embedded PostgreSQL: 127.0.0.1 only')
     assert.doesNotMatch(launched.out, /postgres:[^*@\s]+@/, 'its password is not printed')
@@ -100,7 +105,7 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, 
       body: JSON.stringify([{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: 5, bytes_rx: 7, hour: 1 }])
     })
     assert.equal(post.status, 200)
-    assert.deepEqual((await get(flows, '/flows?hour=1')).body, [{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: "5", bytes_rx: "7", hour: 1 }])
+    assert.deepEqual((await get(flows, '/flows?hour=1')).body, [{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: '5', bytes_rx: '7', hour: 1 }])
   } finally {
     child.kill('SIGTERM')
   }
@@ -108,7 +113,7 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, 
 })
 
 test('npm start stops everything and exits 1 when a service cannot start', async () => {
-  const port = await fourFreePorts()
+  const port = await freePorts()
   // A setting only the services check: each of them exits 1 at start.
   const launched = launch(port, 50, { MAX_EVENT_LOOP_UTILIZATION: '2' })
   const { code } = await launched.exited
@@ -119,9 +124,9 @@ test('npm start stops everything and exits 1 when a service cannot start', async
 })
 
 test('npm start on ports another server answers on: exit 1 naming the port, never "ready"', async () => {
-  const port = await fourFreePorts()
+  const port = await freePorts()
   // Another suite, say: it answers every readiness check with 200.
-  const others = await Promise.all([0, 1, 2, 3].map(async (i) => {
+  const others = await Promise.all(OFFSETS.map(async (i) => {
     const server = createHttpServer((req, res) => res.end('{"status":"ready"}')).listen(port + i, '127.0.0.1')
     await once(server, 'listening')
     return server
@@ -152,7 +157,7 @@ for (const [how, command, kill] of [
   ['SIGKILL to the launcher', undefined, (launched) => launched.child.kill('SIGKILL')]
 ]) {
   test(`${how}: every service stops, none is left serving`, SLOW, async () => {
-    const port = await fourFreePorts()
+    const port = await freePorts()
     const marker = randomBytes(8).toString('hex')
     const launched = launch(port, 50, { DATABASE_URL: await createDatabase('start'), SUITE_TEST_MARKER: marker }, command)
     try {
@@ -161,7 +166,7 @@ for (const [how, command, kill] of [
         await sleep(100)
       }
       assert.match(launched.out, /Ctrl-C stops/)
-      assert.ok(processesWithEnv('SUITE_TEST_MARKER', marker).length >= 5, 'the launcher and four services run')
+      assert.ok(processesWithEnv('SUITE_TEST_MARKER', marker).length >= SERVICES.length + 1, 'the launcher and its services run')
       kill(launched)
       assert.deepEqual(await survivorsAfter(marker, 30_000), [], `${how}: processes left behind\n${launched.out}`)
       await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), `${how}: product stopped`)

@@ -1,7 +1,7 @@
 // Helpers of the chart tests: the tools, a renderable copy of the umbrella, helm template, kubeconform.
 // Offline, Helm cannot fetch the Bitnami charts (OCI) and refuses to render a chart whose listed
 // dependencies are missing, even disabled ones. So the umbrella is rendered from a temporary copy
-// whose Chart.yaml lists only the local charts (service ×4, loadtest): every template of ours renders
+// whose Chart.yaml lists only the local charts (service, once per service; loadtest): every template of ours renders
 // for real; what the copy lacks is the Bitnami charts' own objects, which kubeconform cannot check
 // offline anyway. bitnami.test.js renders the real thing once `helm dependency build` has fetched them.
 import { spawnSync } from 'node:child_process'
@@ -9,6 +9,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { NAMES } from '../../services/list.js'
 
 export const root = fileURLToPath(new URL('../..', import.meta.url))
 export const charts = join(root, 'charts')
@@ -26,9 +27,9 @@ function findK8sData () {
   return beside(root) // missing: requireTools says so, naming this path
 }
 export const K8S_VERSION = '1.34.4'
-export const SERVICES = ['product', 'profile', 'menu', 'flows']
+export const SERVICES = NAMES // services/list.js
 /** Every optional API the charts use, as a cluster with the add-ons would serve them. */
-export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'gateway.networking.k8s.io/v1/HTTPRoute', 'k6.io/v1alpha1/TestRun']
+const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'gateway.networking.k8s.io/v1/HTTPRoute', 'k6.io/v1alpha1/TestRun']
 
 /** Runs a program; throws with its output when it cannot be started. */
 export function run (cmd, args, { input, cwd = root } = {}) {
@@ -48,23 +49,23 @@ export function requireTools () {
   if (!existsSync(schemas)) throw new Error(`offline Kubernetes schemas missing: ${schemas} (../shared/k8s beside the repo, or set SUITE_K8S_DATA)`)
 }
 
-let umbrellaDir
-/** A renderable copy of charts/suite (see above), made once per test process. */
-export function umbrella () {
-  if (umbrellaDir) return umbrellaDir
+const umbrellaDirs = new Map()
+/** A renderable copy of charts/suite (see above) of `from` (a charts/ folder), made once per test process. */
+export function umbrella (from = charts) {
+  if (umbrellaDirs.has(from)) return umbrellaDirs.get(from)
   const tmp = mkdtempSync(join(tmpdir(), 'suite-charts-'))
   process.on('exit', () => rmSync(tmp, { recursive: true, force: true }))
   const dir = join(tmp, 'suite')
   // charts/suite/charts (what `helm dependency build` fetched) stays out: the local charts go in as folders.
-  cpSync(join(charts, 'suite'), dir, { recursive: true, filter: (src) => src !== join(charts, 'suite', 'charts') })
+  cpSync(join(from, 'suite'), dir, { recursive: true, filter: (src) => src !== join(from, 'suite', 'charts') })
   for (const local of ['service', 'loadtest']) {
-    if (!existsSync(join(charts, local, 'Chart.yaml'))) throw new Error(`charts/${local} is missing: charts/suite depends on it`)
+    if (!existsSync(join(from, local, 'Chart.yaml'))) throw new Error(`charts/${local} is missing: charts/suite depends on it`)
     // dereference: charts/loadtest/scripts is a link to loadtests/k6
-    cpSync(join(charts, local), join(dir, 'charts', local), { recursive: true, dereference: true })
+    cpSync(join(from, local), join(dir, 'charts', local), { recursive: true, dereference: true })
   }
   const r = run('yq', ['-i', 'del(.dependencies[] | select(.repository | test("^oci://")))', join(dir, 'Chart.yaml')])
   if (r.code !== 0) throw new Error(`yq: ${r.stderr}`)
-  umbrellaDir = dir
+  umbrellaDirs.set(from, dir)
   return dir
 }
 

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { root, shared, umbrellaWithDependencies } from '../../charts/test/lib.js'
 import { datastores } from './datastores.js'
 import { http, kjson, kubectl, run, runAsync, steadyLoad, table, waitFor } from './lib.js'
+import { SERVICES as LIST, NAMES } from '../../services/list.js'
 
 const USAGE = `usage: npm run test:e2e [-- --keep] [-- --help]
 
@@ -52,7 +53,7 @@ if (opts.help) {
 }
 
 const env = process.env
-const SERVICES = ['product', 'profile', 'menu', 'flows']
+const SERVICES = NAMES // services/list.js
 const NS = env.E2E_NAMESPACE || 'suite-e2e'
 const DATA_NS = `${NS}-data`
 const RELEASE = env.E2E_RELEASE || 'suite.e2e'
@@ -98,7 +99,7 @@ function preflight () {
   return `${version}, ${ready.length} node(s), ${cpu} CPU`
 }
 
-/** Builds the four images from the real Dockerfile, tagged TAG and TAG-b (the upgrade), and loads them. */
+/** Builds every service's image from the real Dockerfile, tagged TAG and TAG-b (the upgrade), and loads them. */
 async function images () {
   if (BUILD === 'none') return 'not built (E2E_BUILD=none)'
   const dir = mkdtempSync(join(tmpdir(), 'suite-e2e-images-'))
@@ -211,7 +212,7 @@ function helmValues (extra = []) {
     '--set', `ingress.host=${INGRESS_HOST}`,
     // One service scales from a single replica, for the HPA phase; the others keep the default two.
     '--set', 'product.autoscaling.minReplicas=1',
-    ...['product', 'profile', 'menu'].flatMap((s) => ['--set', `${s}.seed.enabled=true`, '--set', `${s}.seed.scale=200`]),
+    ...LIST.filter((s) => s.data).flatMap((s) => ['--set', `${s.name}.seed.enabled=true`, '--set', `${s.name}.seed.scale=200`]),
     ...SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}`])
   ]
   if (gatewayName) args.push('--set', 'gateway.enabled=true', '--set', `gateway.parentRefs[0].name=${gatewayName}`, '--set', `gateway.parentRefs[0].namespace=${gatewayNs}`, '--set', `gateway.hostnames[0]=${GATEWAY_HOST}`)
@@ -363,12 +364,12 @@ function rolloutStatus () {
 async function disruptions () {
   const before = await flowTotal()
   const ids = await seededIds()
-  await underLoad('image upgrade (all four)', ids, async () => {
+  await underLoad('image upgrade (every service)', ids, async () => {
     await runAsync('helm', ['upgrade', RELEASE, chartDir, '-n', NS, '--wait', '--timeout', '10m', ...helmValues(SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}-b`]))])
     rolloutStatus()
     return `to ${TAG}-b`
   })
-  await underLoad('config change (all four)', ids, async () => {
+  await underLoad('config change (every service)', ids, async () => {
     await runAsync('helm', ['upgrade', RELEASE, chartDir, '-n', NS, '--wait', '--timeout', '10m', ...helmValues([...SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}-b`, '--set', `${s}.config.LOG_LEVEL=warn`])])])
     rolloutStatus()
     return 'LOG_LEVEL=warn'

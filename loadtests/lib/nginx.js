@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { freePort } from '@suite/kit/testing'
 import { daemonDir, findBinary, startDaemon } from './daemon.js'
 
-export const METHODS = { round_robin: '', least_conn: 'least_conn;' }
+const METHODS = { round_robin: '', least_conn: 'least_conn;' }
 
 /** nginx on a free loopback port spreading over `upstreams` (URLs) by `method`; resolves once it proxies. */
 export async function startNginx ({ upstreams, method = 'round_robin', workers = 1 }) {

@@ -9,13 +9,12 @@ import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
 import { createDatabase, startService, startPostgres, startRedis } from '@suite/kit/testing'
+import { NAMES, serviceNamed } from '../../services/list.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
-export const SERVICE_NAMES = ['product', 'profile', 'menu', 'flows']
-// The generator's count option and the table whose ids the scenarios (k6/scenarios.js) draw from.
-const DATA = { product: { count: 'products', table: 'products' }, profile: { count: 'restaurants', table: 'restaurants' }, menu: { count: 'menus', table: 'menus' } }
+export const SERVICE_NAMES = NAMES
 
-export const cliOf = (service) => `${root}services/${service}/src/cli.js`
+const cliOf = (service) => `${root}services/${service}/src/cli.js`
 
 /** The given PostgreSQL (admin URL) and Redis, or throwaway ones for what is not given; stop() stops only those. */
 export async function servers ({ databaseUrl, redisUrl } = {}) {
@@ -34,13 +33,15 @@ export async function prepareDatabase (service, { adminUrl, rows = 1000 }) {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await migrate(client, `${root}services/${service}/migrations`)
-    const data = DATA[service]
+    await migrate(client, { name: service, migrations: `${root}services/${service}/migrations` })
+    // The generator's size option and the table whose ids the scenarios draw from.
+    const { data } = serviceNamed(service)
     if (!data) return { url, env: {} }
     const dir = await mkdtemp(join(tmpdir(), `loadtest-${service}-`))
     try {
+      // By path: the list names the services, each with its own data module.
       const etl = await import(`${root}services/${service}/etl/index.js`)
-      await etl.generate({ out: dir, [data.count]: rows, seed: 1 })
+      await etl.generate({ out: dir, [data.option]: rows, seed: 1 })
       await etl.load({ db: pgTarget(client), dir, progress: false })
     } finally {
       await rm(dir, { recursive: true, force: true })

@@ -15,7 +15,7 @@
 // file for `vegeta plot` (a self-contained HTML report) and `vegeta report`.
 import { spawn } from 'node:child_process'
 import { createWriteStream, existsSync } from 'node:fs'
-import { rm, writeFile } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { once } from 'node:events'
 import { homedir } from 'node:os'
 import { join, delimiter } from 'node:path'
@@ -28,7 +28,7 @@ const LEAD_MS = 200 // how far ahead of its time a target is written to vegeta's
 const TICK_MS = 10
 
 /** vegeta: $VEGETA, on PATH, or where scripts/tools.sh puts it. */
-export function vegetaBinary () {
+function vegetaBinary () {
   if (process.env.VEGETA) return process.env.VEGETA
   const dirs = [...process.env.PATH.split(delimiter), join(process.env.SUITE_TOOLS ?? join(homedir(), '.cache', 'suite-tools'), 'go-bin')]
   const found = dirs.map((d) => join(d, 'vegeta')).find((f) => existsSync(f))

@@ -154,7 +154,7 @@ test('the scenarios reached every route they are written to exercise', async () 
   })
   const seen = new Set(result.filter((r) => Number(r.value[1]) > 0).map((r) => `${r.metric.job} ${r.metric.method} ${r.metric.route}`))
   for (const route of [
-    'product GET /products', 'product GET /products/:product_id', 'product GET /products/:product_id/styles', 'product GET /products/:product_id/related',
+    'product GET /products', 'product GET /products/:id', 'product GET /products/:id/styles', 'product GET /products/:id/related',
     'profile GET /restaurants/:id', 'profile GET /restaurants/:id/profile', 'profile POST /restaurants', 'profile PUT /restaurants/:id', 'profile PATCH /restaurants/:id',
     'menu GET /restaurants/:id/menu', 'menu GET /menu/:id',
     'flows POST /flows', 'flows GET /flows'

@@ -29,18 +29,18 @@ const req = (testid, scenario, name, status, expected) =>
 const series = (name, labels, values) => ({ series: `${name}${labels}`, values })
 const inputSeries = [
   // BUSY: 99 requests/s answered 200 and 1/s answered 500, 0.2 dropped iterations/s, 10 VUs of 20.
-  series('k6_http_reqs_total', req(BUSY, 'product', 'GET /products/:product_id', 200, true), `0+495x${POINTS}`),
-  series('k6_http_reqs_total', req(BUSY, 'product', 'GET /products/:product_id', 500, false), `0+5x${POINTS}`),
+  series('k6_http_reqs_total', req(BUSY, 'product', 'GET /products/:id', 200, true), `0+495x${POINTS}`),
+  series('k6_http_reqs_total', req(BUSY, 'product', 'GET /products/:id', 500, false), `0+5x${POINTS}`),
   series('k6_iterations_total', `{testid="${BUSY}", scenario="product"}`, `0+500x${POINTS}`),
   series('k6_dropped_iterations_total', `{testid="${BUSY}", scenario="product"}`, `0+1x${POINTS}`),
   series('k6_vus', `{testid="${BUSY}"}`, `10x${POINTS}`),
   series('k6_vus_max', `{testid="${BUSY}"}`, `20x${POINTS}`),
   // The Rate carries the request's tags too, expected_response among them: 0 on one series, 1 on the other.
-  series('k6_http_req_failed_rate', req(BUSY, 'product', 'GET /products/:product_id', 200, true), `0x${POINTS}`),
-  series('k6_http_req_failed_rate', req(BUSY, 'product', 'GET /products/:product_id', 500, false), `1x${POINTS}`),
+  series('k6_http_req_failed_rate', req(BUSY, 'product', 'GET /products/:id', 200, true), `0x${POINTS}`),
+  series('k6_http_req_failed_rate', req(BUSY, 'product', 'GET /products/:id', 500, false), `1x${POINTS}`),
   ...[['p50', 0.004], ['p95', 0.02], ['p99', 0.08], ['max', 0.3]].flatMap(([stat, v]) => [
-    series(`k6_http_req_duration_${stat}`, req(BUSY, 'product', 'GET /products/:product_id', 200, true), `${v}x${POINTS}`),
-    series(`k6_http_req_duration_${stat}`, req(BUSY, 'product', 'GET /products/:product_id', 500, false), `${v * 2}x${POINTS}`)
+    series(`k6_http_req_duration_${stat}`, req(BUSY, 'product', 'GET /products/:id', 200, true), `${v}x${POINTS}`),
+    series(`k6_http_req_duration_${stat}`, req(BUSY, 'product', 'GET /products/:id', 500, false), `${v * 2}x${POINTS}`)
   ]),
   // CLEAN: 20 requests/s, all answered 200; k6 writes no dropped_iterations series when none dropped.
   series('k6_http_reqs_total', req(CLEAN, 'menu', 'GET /menu/:id', 200, true), `0+100x${POINTS}`),

@@ -36,7 +36,7 @@ export async function runBench ({ service, dataset, uncached = false, duration =
     const dbUrl = await pgServer.createDatabase('bench')
     const db = new pg.Client({ connectionString: dbUrl })
     await db.connect()
-    await migrate(db, `${root}services/${service}/migrations`)
+    await migrate(db, { name: service, migrations: `${root}services/${service}/migrations` })
     if (dataset) {
       const etl = await import(`${root}services/${service}/etl/index.js`)
       const dir = `${root}.data/bench-${service}-${dataset.size}`

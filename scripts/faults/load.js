@@ -75,7 +75,7 @@ export function startLoad ({ rate, next, connections = 1024, timeoutMs = 15_000 
 }
 
 /** What went wrong with a record, or null: a socket error's code, else an unexpected status. */
-export const failureOf = (r, ok = (s) => s < 500) => r.error ?? (ok(r.status) ? null : String(r.status))
+const failureOf = (r, ok = (s) => s < 500) => r.error ?? (ok(r.status) ? null : String(r.status))
 
 /**
  * Records sent within [from, to] ms: how many, failures by kind, p99 and max latency in ms.

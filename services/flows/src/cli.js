@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // flows serve | migrate
 import { runCli } from '@suite/kit'
+import service from './service.js'
 
-await runCli(new URL('./service.js', import.meta.url), {})
+await runCli(service, {})

@@ -15,7 +15,7 @@ export default async function routes (app) {
   const writer = createWriter({ pool: pg, config, registry: app.metrics.registry, log: app.log })
 
   app.post('/flows', {
-    schema: schemas.post({ maxBatch: config.FLOWS_MAX_BATCH, bodyLimit: config.FLOWS_BODY_LIMIT }),
+    schema: schemas.postFlows({ maxBatch: config.FLOWS_MAX_BATCH, bodyLimit: config.FLOWS_BODY_LIMIT }),
     bodyLimit: config.FLOWS_BODY_LIMIT
   }, async (request, reply) => {
     try {
@@ -32,7 +32,7 @@ export default async function routes (app) {
 
   // A page of an hour's totals; when more keys follow, Link names the next page (keyset: it starts
   // after this page's last key).
-  app.get('/flows', { schema: schemas.list }, async (request, reply) => {
+  app.get('/flows', { schema: schemas.listFlows }, async (request, reply) => {
     const { hour, limit, after_src_app: src = '', after_dest_app: dest = '', after_vpc_id: vpc = '' } = request.query
     const rows = await queryDocument(pg, sql.page, [hour, src, dest, vpc, limit + 1])
     if (rows.length > limit) {

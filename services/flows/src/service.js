@@ -5,6 +5,7 @@ export default {
   name: 'flows',
   version: '1.0.0',
   description: 'Traffic-flow aggregation: byte totals per hour, source, destination and VPC, exact with any number of writers; a 200 means committed.',
+  url: import.meta.url, // each worker thread imports this module again from here
   migrations: new URL('../migrations/', import.meta.url),
   config: {
     properties: {

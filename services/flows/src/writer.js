@@ -114,7 +114,7 @@ export function createWriter ({ pool, config, registry, log }) {
       }
       const answer = err.outcomeUnknown
         ? httpError(504, 'the database connection was lost while the batch was committing: it may or may not be stored. ' +
-          'Send it again with the same Idempotency-Key (it then counts once); without a key it may count twice')
+        'Send it again with the same Idempotency-Key (it then counts once); without a key it may count twice')
         : /^22/.test(err.code ?? '') ? dataError(err) : err
       if (!isUnavailable(err) && answer === err) log.error({ err }, 'flush failed, nothing of its group stored')
       else if (err.outcomeUnknown) log.warn({ err: err.message }, 'connection lost during a commit: outcome unknown (504)')

@@ -9,8 +9,7 @@ import * as schemas from '../src/schemas.js'
 import { flowsDatabase, startFlows, post, get, metric, flow, storedTotals } from './fixtures.js'
 
 let service, db
-const postSchema = schemas.post({ maxBatch: 10_000, bodyLimit: 4 * 1024 * 1024 })
-
+const postSchema = schemas.postFlows({ maxBatch: 10_000, bodyLimit: 4 * 1024 * 1024 })
 
 // The server answers 413 from Content-Length alone and closes the connection; a client still
 // writing the body may see that as a reset before it reads the answer. So send only the headers of
@@ -48,14 +47,14 @@ test('POST then GET /flows sums per (src_app, dest_app, vpc_id) and hour, in key
   const res = conforms(postSchema, await post(service.url, batch))
   assert.equal(res.status, 200)
   assert.deepEqual(res.body, { stored: 5 })
-  const one = conforms(schemas.list, await get(service.url, '/flows?hour=1'))
+  const one = conforms(schemas.listFlows, await get(service.url, '/flows?hour=1'))
   assert.deepEqual(one.body, [
     { src_app: 'baz', dest_app: 'qux', vpc_id: 'vpc-0', bytes_tx: '100', bytes_rx: '500', hour: 1 },
     { src_app: 'foo', dest_app: 'bar', vpc_id: 'vpc-0', bytes_tx: '300', bytes_rx: '900', hour: 1 }
   ])
-  const two = conforms(schemas.list, await get(service.url, '/flows?hour=2'))
+  const two = conforms(schemas.listFlows, await get(service.url, '/flows?hour=2'))
   assert.deepEqual(two.body.map((f) => [f.vpc_id, f.bytes_tx, f.bytes_rx]), [['vpc-0', '100', '500'], ['vpc-1', '100', '500']])
-  assert.deepEqual(conforms(schemas.list, await get(service.url, '/flows?hour=3')).body, [])
+  assert.deepEqual(conforms(schemas.listFlows, await get(service.url, '/flows?hour=3')).body, [])
   // A read after an acknowledged write includes it, on whichever worker it lands.
   for (let i = 0; i < 10; i++) {
     assert.equal((await post(service.url, [flow('foo', 'bar', 'vpc-0', 1, 1, 1)])).status, 200)
@@ -73,10 +72,10 @@ test('names with quotes and unicode round-trip, order is byte order, totals past
   const big = [flow('big', 'big', 'v', max, max, 51), flow('big', 'big', 'v', max, 1, 51)]
   assert.equal((await post(service.url, big)).status, 200)
   assert.equal((await post(service.url, big)).status, 200)
-  const { rows: [row] } = await db.query("SELECT bytes_tx::text, bytes_rx::text FROM flows WHERE hour = 51")
+  const { rows: [row] } = await db.query('SELECT bytes_tx::text, bytes_rx::text FROM flows WHERE hour = 51')
   assert.deepEqual(row, { bytes_tx: String(4n * BigInt(max)), bytes_rx: String(2n * BigInt(max) + 2n) })
   // The answer carries every digit: 36028797018963964 as a JSON number would read as ...960.
-  const [total] = conforms(schemas.list, await get(service.url, '/flows?hour=51')).body
+  const [total] = conforms(schemas.listFlows, await get(service.url, '/flows?hour=51')).body
   assert.deepEqual([total.bytes_tx, total.bytes_rx], [String(4n * BigInt(max)), String(2n * BigInt(max) + 2n)])
 })
 
@@ -139,7 +138,7 @@ test('bad input is a 400 naming the index and field, never a 5xx, and stores not
   const text = await post(service.url, '[]', { 'content-type': 'text/plain' })
   assert.deepEqual([text.status, text.body.message], [415, 'body must be application/json (got text/plain)'])
   // Bytes that are not UTF-8 are refused, not stored as U+FFFD.
-  const latin1 = await raw(service.url, 'POST', '/flows', { headers: { 'content-type': 'application/json' }, body: Buffer.from(`[{"src_app":"caf\xe9","dest_app":"d","vpc_id":"v","bytes_tx":1,"bytes_rx":1,"hour":99}]`, 'latin1') })
+  const latin1 = await raw(service.url, 'POST', '/flows', { headers: { 'content-type': 'application/json' }, body: Buffer.from('[{"src_app":"caf\xe9","dest_app":"d","vpc_id":"v","bytes_tx":1,"bytes_rx":1,"hour":99}]', 'latin1') })
   assert.deepEqual([latin1.status, latin1.json.message], [400, 'body is not valid UTF-8'])
 
   const hours = {
@@ -160,7 +159,7 @@ test('bad input is a 400 naming the index and field, never a 5xx, and stores not
     '/flows?hour=99&after_src_app=%00': 'querystring/after_src_app must not contain NUL (\\u0000) or an unpaired surrogate (\\uD800-\\uDFFF)'
   }
   for (const [path, message] of Object.entries(hours)) {
-    const res = conforms(schemas.list, await get(service.url, path))
+    const res = conforms(schemas.listFlows, await get(service.url, path))
     assert.equal(res.status, 400, path)
     assert.equal(res.body.message, message, path)
   }
@@ -195,7 +194,7 @@ test('Idempotency-Key reused with another batch is a 422 that says so, and store
   const batch = [flow('reuse', 'x', 'v', 5, 7, 61)]
   assert.deepEqual((await post(service.url, batch, { 'idempotency-key': 'reuse-1' })).body, { stored: 1 })
   // The same records, keys in another order and other spacing: the same batch, a replay.
-  const reordered = `[{"hour":61, "vpc_id":"v","bytes_rx":7,"bytes_tx":5,"dest_app":"x","src_app":"reuse"}]`
+  const reordered = '[{"hour":61, "vpc_id":"v","bytes_rx":7,"bytes_tx":5,"dest_app":"x","src_app":"reuse"}]'
   assert.deepEqual((await post(service.url, reordered, { 'idempotency-key': 'reuse-1' })).body, { stored: 1, replayed: true })
   for (const other of [[flow('reuse', 'x', 'v', 5, 8, 61)], [...batch, ...batch], [flow('other', 'x', 'v', 5, 7, 61)]]) {
     const res = conforms(postSchema, await post(service.url, other, { 'idempotency-key': 'reuse-1' }))
@@ -221,13 +220,13 @@ test('GET /flows pages an hour by keyset: limit bounded, Link to the next page, 
   for (let i = 0; i < keys.length; i += 1000) assert.equal((await post(service.url, keys.slice(i, i + 1000))).status, 200)
   const expected = keys.map((f) => [f.src_app, f.dest_app, f.vpc_id]).sort((a, b) => Buffer.compare(Buffer.from(a.join('\0')), Buffer.from(b.join('\0'))))
   // The default page is 1000 keys; the seed's client, asking with hour alone, gets the first of them.
-  const first = conforms(schemas.list, await get(service.url, '/flows?hour=63'))
+  const first = conforms(schemas.listFlows, await get(service.url, '/flows?hour=63'))
   assert.equal(first.body.length, 1000)
   const seen = []
   let next = '/flows?hour=63&limit=700'
   let pages = 0
   while (next) {
-    const page = conforms(schemas.list, await get(service.url, next))
+    const page = conforms(schemas.listFlows, await get(service.url, next))
     assert.ok(page.body.length <= 700)
     seen.push(...page.body.map((f) => [f.src_app, f.dest_app, f.vpc_id]))
     next = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1]

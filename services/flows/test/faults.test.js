@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { startPostgres } from '@suite/kit/testing'
-import { startFlows, post, flow, sumInto, storedTotals, migrations } from './fixtures.js'
+import { startFlows, post, flow, sumInto, storedTotals, service } from './fixtures.js'
 
 const pick = (list) => list[Math.floor(Math.random() * list.length)]
 const batchOf = (client) => Array.from({ length: 5 }, () => Math.random() < 0.9
@@ -18,7 +18,7 @@ const batchOf = (client) => Array.from({ length: 5 }, () => Math.random() < 0.9
 async function flowsServer () {
   const server = await startPostgres()
   const url = await server.createDatabase('flows')
-  await admin(url, (c) => migrate(c, migrations))
+  await admin(url, (c) => migrate(c, service))
   return { server, url }
 }
 async function admin (url, fn) {

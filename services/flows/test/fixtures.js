@@ -2,13 +2,14 @@
 import { fileURLToPath } from 'node:url'
 import { startService, send } from '@suite/kit/testing'
 import { migratedDatabase } from '@suite/kit/testing/env'
+import service from '../src/service.js'
 export { get, metric } from '@suite/kit/testing'
 
 export const entry = fileURLToPath(new URL('../src/cli.js', import.meta.url))
-export const migrations = fileURLToPath(new URL('../migrations/', import.meta.url))
+export { service }
 
 /** A fresh migrated database; returns its URL. */
-export const flowsDatabase = () => migratedDatabase('flows', migrations)
+export const flowsDatabase = () => migratedDatabase(service)
 
 // Load shedding off: these tests check answers and totals, and on a CPU-starved shared machine the
 // kit's shedding (event-loop delay/utilization) would answer some requests 503 by design.

@@ -35,15 +35,11 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
   }
 
   /**
-   * Returns the cached text of `key` (null: "not found"), or calls `load()` and stores its result.
-   * `load()` returns the text (or null), or `{ value, version }` for a versioned document.
+   * Resolves to `{ value, version }`: the cached text of `key` (value null: "not found") and its
+   * version (0 unless versioned), or calls `load()` and stores its result. `load()` returns the text
+   * (or null), or `{ value, version }` for a versioned document.
    * Keys are `<service>:<kind>:…`; the metrics keyspace is `<service>:<kind>` (e.g. product:styles).
    */
-  async function wrap (key, load, ttl = config.CACHE_TTL_SECONDS) {
-    return (await wrapEntry(key, load, ttl)).value
-  }
-
-  /** Like wrap, but resolves to `{ value, version }`: the version of a versioned document, else 0. */
   async function wrapEntry (key, load, ttl = config.CACHE_TTL_SECONDS) {
     if (!config.CACHE_ENABLED) return entryOf(await load())
     const keyspace = keyspaceOf(key)
@@ -114,7 +110,6 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
 
   return {
     kind: store.kind,
-    wrap,
     wrapEntry,
     invalidate,
     applyInvalidation,
@@ -127,7 +122,7 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
 }
 
 /** What a store operation rejects with while the circuit breaker keeps Redis out of the way. */
-export const BYPASSED = Object.assign(new Error('Redis bypassed by the circuit breaker'), { code: 'CACHE_BYPASSED' })
+const BYPASSED = Object.assign(new Error('Redis bypassed by the circuit breaker'), { code: 'CACHE_BYPASSED' })
 
 // What load() returned, as an entry: text or null is unversioned (version 0).
 const entryOf = (loaded) => (loaded !== null && typeof loaded === 'object' ? loaded : { value: loaded, version: 0 })

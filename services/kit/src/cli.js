@@ -2,7 +2,6 @@
 //   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]   (--help: every command, with examples)
 import { availableParallelism } from 'node:os'
 import { relative } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { loadConfig, ConfigError } from './config.js'
 import { createLogger } from './logger.js'
 import { Worker } from 'node:worker_threads'
@@ -18,22 +17,27 @@ import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
 const YOUNG_MB = 24
+// The data commands' thread entries: files a Worker runs (with a capped heap), not imports.
+const THREADS = {
+  generate: new URL('./etl/generate-worker.js', import.meta.url),
+  load: new URL('./etl/load-worker.js', import.meta.url),
+  seed: new URL('./etl/seed-worker.js', import.meta.url)
+}
 // migrate's lock waits: --wait, but at least this (a concurrent migrate that is about to finish
 // must not fail a `--wait 0` run such as load's).
 const MIN_LOCK_WAIT_S = 5
 
 /**
- * @param {URL} serviceUrl  module whose default export is the service definition
+ * @param {object} service  the service definition (src/service.js's default export)
  * @param {Record<string, { summary: string, options?: object, examples?: string[], config?: false, run: Function }>} commands
  *   the service's own commands; `run(values, { service, config, log })` gets the parsed --options
  *   (node:util parseArgs options, each with a `help` line and a `value` name for --help);
  *   `config: false` for a command that needs no settings (no DATABASE_URL, say)
  */
-export async function runCli (serviceUrl, commands = {}) {
-  const service = (await import(serviceUrl)).default
+export async function runCli (service, commands = {}) {
   const prog = `node ${relative(process.cwd(), process.argv[1]) || process.argv[1]}`
   const all = {
-    serve: { summary: 'run the HTTP API on WORKERS threads (settings from the environment)', run: (v, ctx) => runWorkers(serviceUrl, ctx.config, ctx.log, service.name) },
+    serve: { summary: 'run the HTTP API on WORKERS threads (settings from the environment)', run: (v, ctx) => runWorkers(service, ctx.config, ctx.log) },
     migrate: {
       summary: 'apply the SQL migrations (idempotent, advisory-locked)',
       options: { wait: { type: 'string', value: 'SECONDS', default: '0', help: `while PostgreSQL is unreachable, retry this long; also the longest wait for each lock (at least ${MIN_LOCK_WAIT_S})` } },
@@ -90,7 +94,7 @@ export async function runCli (serviceUrl, commands = {}) {
 }
 
 /** A command that failed for a reason it can say in one line (a refused load, a migration that failed): exit code 1. */
-export class CommandError extends UserError {}
+class CommandError extends UserError {}
 
 /**
  * Applies the migrations. `waitSeconds`: while PostgreSQL is unreachable, retry this long (a pod
@@ -99,7 +103,7 @@ export class CommandError extends UserError {}
  * migration changes), at least MIN_LOCK_WAIT_S. The service's statement timeout does not apply.
  * A failure is a CommandError: one line, exit 1.
  */
-export async function migrateCommand (service, { config, log }, waitSeconds = 0) {
+async function migrateCommand (service, { config, log }, waitSeconds = 0) {
   // No request timeouts: a migration, or the wait for another pod's migration lock, may be long.
   const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_STATEMENT_TIMEOUT_MS: 0, PG_QUERY_TIMEOUT_MS: 0 }, log, `${service.name}-migrate`)
   try {
@@ -117,7 +121,7 @@ export async function migrateCommand (service, { config, log }, waitSeconds = 0)
       }
     }
     const lockTimeoutMs = Math.max(waitSeconds, MIN_LOCK_WAIT_S) * 1000
-    const applied = await migrate(pool, fileURLToPath(service.migrations), (m) => log.info(m), { lockTimeoutMs })
+    const applied = await migrate(pool, service, { log: (m) => log.info(m), lockTimeoutMs })
     log.info(`${applied.length} migration(s) applied, schema up to date`)
   } catch (err) {
     if (err instanceof MigrationError || err.severity !== undefined || isUnavailable(err)) throw new CommandError(err.message)
@@ -166,7 +170,7 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
     examples: [`node services/<name>/src/cli.js generate --out /tmp/data --${count} 1000`.replace('<name>', etlName(etlModule))],
     async run (values, { log }) {
       if (!values.out) throw new UsageError('--out DIR is required')
-      const manifest = await inCappedThread('generate-worker.js', {
+      const manifest = await inCappedThread('generate', {
         etlModule: String(etlModule),
         options: { out: values.out, [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed') }
       })
@@ -179,13 +183,13 @@ function generateCommand ({ etlModule, count, defaultCount, files }) {
 }
 
 /**
- * Runs etl/<file> in a worker thread with a capped heap; resolves to its result (etl/thread.js).
+ * Runs THREADS[kind] in a worker thread with a capped heap; resolves to its result (etl/thread.js).
  * Generating or parsing gigabytes makes garbage fast, and without a cap V8 lets the heap grow far
  * past what the work needs: with it, memory stays flat whatever the data size (or the thread fails,
  * loudly). A failure the thread can say in a sentence (a refused load) becomes a CommandError.
  */
-async function inCappedThread (file, workerData) {
-  const worker = new Worker(new URL(`./etl/${file}`, import.meta.url), {
+async function inCappedThread (kind, workerData) {
+  const worker = new Worker(THREADS[kind], {
     workerData,
     resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: YOUNG_MB }
   })
@@ -198,9 +202,9 @@ async function inCappedThread (file, workerData) {
     const { message: text, stack, sentence } = message.failed
     throw sentence ? new CommandError(text) : Object.assign(new Error(text), { stack })
   }
-  if (crash?.code === 'ERR_WORKER_OUT_OF_MEMORY') throw new CommandError(`out of memory: the ${file.replace('-worker.js', '')} thread's heap is capped at ${HEAP_MB} MB`)
+  if (crash?.code === 'ERR_WORKER_OUT_OF_MEMORY') throw new CommandError(`out of memory: the ${kind} thread's heap is capped at ${HEAP_MB} MB`)
   if (crash) throw crash
-  if (code !== 0) throw new Error(`${file} failed (worker exit ${code})`)
+  if (code !== 0) throw new Error(`the ${kind} thread failed (worker exit ${code})`)
   return message.result
 }
 
@@ -220,7 +224,7 @@ function seedCommand ({ etlModule, cachePrefix, count, defaultCount, table }) {
     examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js seed --${count} 100000`],
     async run (values, ctx) {
       const options = { [count]: wholeNumber(values, count), seed: wholeNumber(values, 'seed'), streams: wholeNumber(values, 'streams', { min: 1 }), swapWaitSeconds: wholeNumber(values, 'swap-wait') }
-      await replaceData(ctx, { worker: 'seed-worker.js', etlModule, cachePrefix, table, values, data: { options } })
+      await replaceData(ctx, { kind: 'seed', etlModule, cachePrefix, table, values, data: { options } })
     }
   }
 }
@@ -239,7 +243,7 @@ function loadCommand ({ etlModule, cachePrefix, table }) {
       rejects: { type: 'string', value: 'FILE', help: 'where the rejected rows go, with line and reason (default: DIR/rejects.csv)' },
       ...replaceOptions(table),
       'min-rows': { type: 'string', value: 'N', default: String(d.minRows), help: 'refuse the load when a file loads fewer rows' },
-      'max-reject-ratio': { type: 'string', value: 'SHARE', default: String(d.maxRejectRatio), help: `refuse the load when a file rejects more of the rows it read (and more than a few)` },
+      'max-reject-ratio': { type: 'string', value: 'SHARE', default: String(d.maxRejectRatio), help: 'refuse the load when a file rejects more of the rows it read (and more than a few)' },
       'max-record-length': { type: 'string', value: 'CHARS', default: String(d.maxRecord), help: 'a longer CSV record is refused' }
     },
     examples: [`DATABASE_URL=postgres://localhost/suite node services/${etlName(etlModule)}/src/cli.js load --dir /tmp/data`],
@@ -252,27 +256,27 @@ function loadCommand ({ etlModule, cachePrefix, table }) {
         maxRecord: wholeNumber(values, 'max-record-length', { min: 1 }),
         swapWaitSeconds: wholeNumber(values, 'swap-wait')
       }
-      await replaceData(ctx, { worker: 'load-worker.js', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
+      await replaceData(ctx, { kind: 'load', etlModule, cachePrefix, table, values, data: { dir, rejectsFile: rejects ?? `${dir}/rejects.csv`, limits } })
     }
   }
 }
 
 /**
- * What load and seed share: migrate, run etl/<worker> (the etlModule's load or seed) in a capped
+ * What load and seed share: migrate, run THREADS[kind] (the etlModule's load or seed) in a capped
  * thread with the database settings and `data`, then clear the cached answers under `cachePrefix`,
  * whose data was just replaced.
  */
-async function replaceData (ctx, { worker, etlModule, cachePrefix, table, values, data }) {
+async function replaceData (ctx, { kind, etlModule, cachePrefix, table, values, data }) {
   await migrateCommand(ctx.service, ctx, wholeNumber(values, 'wait'))
   if (values['if-empty'] && await holdsRows(ctx, table)) {
     ctx.log.info(`${table} already holds data: left as it is (--if-empty)`)
     return
   }
-  await inCappedThread(worker, {
+  await inCappedThread(kind, {
     etlModule: String(etlModule),
     databaseUrl: ctx.config.DATABASE_URL,
     databasePassword: ctx.config.DATABASE_PASSWORD,
-    applicationName: `${ctx.service.name}-${worker.replace('-worker.js', '')}`,
+    applicationName: `${ctx.service.name}-${kind}`,
     progress: process.stderr.isTTY ? true : 'lines',
     ...data
   })

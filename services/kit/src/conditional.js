@@ -21,7 +21,7 @@ export const ifNoneMatchHeader = {
 }
 
 /** The entity-tags of a header: undefined (absent), '*', or [{ weak, tag }] ([] when it is not a list of them). */
-export function entityTags (header) {
+function entityTags (header) {
   if (header === undefined) return undefined
   const value = header.trim()
   if (value === '*') return '*'

@@ -13,8 +13,8 @@
 import { Server } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-export const DRAIN_IDLE_MS = 1000
-export const DRAIN_ACCEPT_MAX_MS = 5000
+const DRAIN_IDLE_MS = 1000
+const DRAIN_ACCEPT_MAX_MS = 5000
 
 /** Follows `server`'s connections from now on (call it before listening); returns { drain }. */
 export function trackConnections (server) {

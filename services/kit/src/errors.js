@@ -6,7 +6,7 @@ import { STATUS_CODES } from 'node:http'
 import { isUtf8 } from 'node:buffer'
 import sjson from 'secure-json-parse'
 
-export const ERROR_CONTENT_TYPE = 'application/json; charset=utf-8'
+const ERROR_CONTENT_TYPE = 'application/json; charset=utf-8'
 
 export const errorSchema = {
   $id: 'error',

@@ -10,7 +10,7 @@ import addFormats from 'ajv-formats'
 // U+FFFD, so two different names would become one). Surrogates have no spelling in most regexp
 // engines (Rust's, Python's JSON Schema validators), so that half is the format `unicode`, defined
 // here for ajv; to other tools an unknown format is a note, and they cannot send a lone surrogate anyway.
-export const TEXT_PATTERN = '^[^\\u0000]*$'
+const TEXT_PATTERN = '^[^\\u0000]*$'
 const TEXT_RULE = 'must not contain NUL (\\u0000) or an unpaired surrogate (\\uD800-\\uDFFF)'
 
 /** A string schema for free text: `text({ minLength: 1, maxLength: 200 })`. */

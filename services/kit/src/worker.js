@@ -1,7 +1,6 @@
 // One worker thread: its own pg pool, cache client, metrics registry and Fastify app on the shared port.
 import { parentPort, workerData } from 'node:worker_threads'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { loadConfig } from './config.js'
 import { createLogger } from './logger.js'
 import { createMetrics, poolMetrics } from './metrics.js'
 import { createPool, warmPool } from './pg.js'
@@ -9,9 +8,11 @@ import { createCache } from './cache.js'
 import { buildApp } from './app.js'
 import { trackConnections } from './drain.js'
 
-const { serviceUrl, id, reusePort, pretty, database } = workerData
+// config: the main thread's, validated once there (cli.js), passed as it is.
+const { serviceUrl, id, reusePort, pretty, config, database } = workerData
+// Imported by URL, not statically: this thread runs whichever service started it, and its routes are
+// code, which cannot be sent to a thread.
 const service = (await import(serviceUrl)).default
-const config = loadConfig(service.config)
 const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty, base: { worker: id } })
 const metrics = createMetrics({ worker: id })
 const pool = createPool(config, log, `${service.name}-${id}`)

@@ -14,7 +14,7 @@ const ASK_TIMEOUT_MS = 2000
 const PROBE_INTERVAL_MS = 1000
 
 /** SO_REUSEPORT for `listen` came with Node 22.12 / 23.1, on Linux and a few BSDs. */
-export function reusePortSupport () {
+function reusePortSupport () {
   const [major, minor] = process.versions.node.split('.').map(Number)
   if (major < 22 || (major === 22 && minor < 12) || (major === 23 && minor < 1)) return `Node ${process.version} has no reusePort`
   if (!['linux', 'freebsd', 'dragonfly', 'sunos', 'aix'].includes(process.platform)) return `${process.platform} does not balance SO_REUSEPORT`
@@ -54,11 +54,10 @@ function claimPort (host, port) {
 }
 
 /**
- * @param {URL|string} serviceUrl  module whose default export is the service definition
+ * @param {object} service  the service definition; each worker imports it again from `service.url`
  * @param {object} config  validated configuration
- * @param {string} [name]  the service's name (its probe connection's application_name)
  */
-export async function runWorkers (serviceUrl, config, log, name = 'service') {
+export async function runWorkers (service, config, log) {
   // Started by a launcher over an IPC channel (npm start): this process stops when the launcher is
   // gone, however it went (even SIGKILL), instead of serving on as an orphan.
   if (process.channel) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
@@ -77,7 +76,7 @@ export async function runWorkers (serviceUrl, config, log, name = 'service') {
     process.exit(1)
   }
   const processMetrics = createProcessMetrics()
-  const database = probeDatabase(config, log, name)
+  const database = probeDatabase(config, log, service.name)
   const workers = new Map() // id -> Worker
   const asks = new Map() // ask id -> { answers, waiting, resolve, timer }
   const restarts = []
@@ -95,7 +94,7 @@ export async function runWorkers (serviceUrl, config, log, name = 'service') {
   function spawn (id) {
     return new Promise((resolve, reject) => {
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
-        workerData: { serviceUrl: String(serviceUrl), id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), database: database.state }
+        workerData: { serviceUrl: service.url, id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config, database: database.state }
       })
       workers.set(id, worker)
       worker.on('message', async (msg) => {

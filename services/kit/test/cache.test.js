@@ -9,7 +9,10 @@ import { Redis } from 'ioredis'
 import { createCache, createMetrics, loadConfig, migrate } from '@suite/kit'
 import { startRedis, startService, metric } from '@suite/kit/testing'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
+import fixture from './fixture/service.js'
 
+// The text a read serves, through wrapEntry as reply.sendCached calls it.
+const cached = async (cache, key, load) => (await cache.wrapEntry(key, load)).value
 const quiet = { debug () {}, info () {}, warn () {}, error () {} }
 let db = 0
 // A cache closed after the test `t`, connected before it is returned.
@@ -31,15 +34,15 @@ for (const [kind, make] of Object.entries(kinds)) {
     const { cache, count } = await make(t)
     let loads = 0
     const load = async () => { loads++; return '{"a":1}' }
-    assert.equal(await cache.wrap('t:k:1', load), '{"a":1}')
+    assert.equal(await cached(cache, 't:k:1', load), '{"a":1}')
     await sleep(20) // the write is not awaited by the reader
-    assert.equal(await cache.wrap('t:k:1', load), '{"a":1}')
+    assert.equal(await cached(cache, 't:k:1', load), '{"a":1}')
     assert.equal(loads, 1)
     assert.equal(await count('hit'), 1)
     const none = async () => { loads++; return null }
-    assert.equal(await cache.wrap('t:k:2', none), null)
+    assert.equal(await cached(cache, 't:k:2', none), null)
     await sleep(20)
-    assert.equal(await cache.wrap('t:k:2', none), null)
+    assert.equal(await cached(cache, 't:k:2', none), null)
     assert.equal(loads, 2)
   })
 
@@ -47,7 +50,7 @@ for (const [kind, make] of Object.entries(kinds)) {
     const { cache } = await make(t)
     let loads = 0
     const load = async () => { loads++; await sleep(50); return '"v"' }
-    const all = await Promise.all(Array.from({ length: 100 }, () => cache.wrap('t:stampede:1', load)))
+    const all = await Promise.all(Array.from({ length: 100 }, () => cached(cache, 't:stampede:1', load)))
     assert.ok(all.every((v) => v === '"v"'))
     assert.equal(loads, 1)
   })
@@ -60,21 +63,21 @@ for (const [kind, make] of Object.entries(kinds)) {
       await sleep(100) // …stored later, after a write committed meanwhile
       return { value: `"v${v}"`, version: v }
     }
-    const slow = cache.wrap('t:item:1', load)
+    const slow = cached(cache, 't:item:1', load)
     await sleep(20)
     version = 2
     await cache.invalidate('t:item:1', 2)
     // A reader after the write does not join the old load: it loads version 2.
-    assert.equal(await cache.wrap('t:item:1', load), '"v2"')
+    assert.equal(await cached(cache, 't:item:1', load), '"v2"')
     assert.equal(await slow, '"v1"') // that reader started before the write: old is fine for it
     await sleep(20)
-    assert.equal(await cache.wrap('t:item:1', async () => assert.fail('should be a hit')), '"v2"')
+    assert.equal(await cached(cache, 't:item:1', async () => assert.fail('should be a hit')), '"v2"')
   })
 
   test(`${kind}: an answer above CACHE_MAX_ENTRY_BYTES (UTF-8) is served but not cached`, async (t) => {
     const { cache } = await make(t, { CACHE_MAX_ENTRY_BYTES: '1000' })
     let loads = 0
-    const read = async (key, text) => { const v = await cache.wrap(key, async () => { loads++; return text }); await sleep(20); return v }
+    const read = async (key, text) => { const v = await cached(cache, key, async () => { loads++; return text }); await sleep(20); return v }
     const small = `"${'a'.repeat(990)}"`
     const large = `"${'a'.repeat(1000)}"`
     const wide = `"${'é'.repeat(500)}"` // 502 characters, 1002 bytes
@@ -89,7 +92,7 @@ for (const [kind, make] of Object.entries(kinds)) {
   test(`${kind}: CACHE_ENABLED=false always loads`, async (t) => {
     const { cache } = await make(t, { CACHE_ENABLED: 'false' })
     let loads = 0
-    for (let i = 0; i < 3; i++) await cache.wrap('t:off:1', async () => { loads++; return '1' })
+    for (let i = 0; i < 3; i++) await cached(cache, 't:off:1', async () => { loads++; return '1' })
     assert.equal(loads, 3)
   })
 }
@@ -97,28 +100,28 @@ for (const [kind, make] of Object.entries(kinds)) {
 test('memory: the in-process cache holds at most CACHE_MEMORY_MAX_BYTES, the oldest entries go first', async (t) => {
   const { cache } = await cacheOn(t, undefined, { CACHE_MEMORY_MAX_BYTES: '100000' })
   const text = `"${'x'.repeat(10_000)}"` // counted 2 bytes a character: ~20 KB an entry, 4 fit
-  for (let i = 0; i < 100; i++) await cache.wrap(`t:many:${i}`, async () => text)
-  const cached = async (i) => {
+  for (let i = 0; i < 100; i++) await cached(cache, `t:many:${i}`, async () => text)
+  const kept = async (i) => {
     let loaded = false
-    await cache.wrap(`t:many:${i}`, async () => { loaded = true; return text })
+    await cached(cache, `t:many:${i}`, async () => { loaded = true; return text })
     return !loaded
   }
-  assert.equal(await cached(99), true, 'the newest is kept')
-  assert.equal(await cached(0), false, 'the oldest went')
-  let kept = 0
-  for (let i = 50; i < 99; i++) kept += await cached(i) ? 1 : 0
-  assert.ok(kept <= 4, `${kept} more entries of 20 KB kept within 100 KB`)
+  assert.equal(await kept(99), true, 'the newest is kept')
+  assert.equal(await kept(0), false, 'the oldest went')
+  let more = 0
+  for (let i = 50; i < 99; i++) more += await kept(i) ? 1 : 0
+  assert.ok(more <= 4, `${more} more entries of 20 KB kept within 100 KB`)
 })
 
 test('memory: an entry lives at most CACHE_MEMORY_TTL_MS from when its data was read, whatever CACHE_TTL_SECONDS', async (t) => {
   const { cache } = await cacheOn(t, undefined, { CACHE_MEMORY_TTL_MS: '400', CACHE_TTL_SECONDS: '300' })
   let loads = 0
   const load = async () => { loads++; await sleep(200); return '"v"' } // the data is 200 ms old once stored
-  await cache.wrap('t:ttl:1', load)
-  await cache.wrap('t:ttl:1', load)
+  await cached(cache, 't:ttl:1', load)
+  await cached(cache, 't:ttl:1', load)
   assert.equal(loads, 1, 'a hit meanwhile')
   await sleep(250) // 450 ms after the load began
-  await cache.wrap('t:ttl:1', load)
+  await cached(cache, 't:ttl:1', load)
   assert.equal(loads, 2, 'expired 400 ms after the read of its data, not after it was stored')
 })
 
@@ -128,7 +131,7 @@ test('redis down: reads fail open to the loader and count errors', async (t) => 
   const { cache, count } = await cacheOn(t, redis.url)
   await redis.kill()
   let loads = 0
-  assert.equal(await cache.wrap('t:x:1', async () => { loads++; return '"db"' }), '"db"')
+  assert.equal(await cached(cache, 't:x:1', async () => { loads++; return '"db"' }), '"db"')
   assert.equal(loads, 1)
   assert.ok(await count('error') >= 1)
 })
@@ -137,12 +140,12 @@ test('redis stalled: reads time out to the loader; an invalidation it missed is 
   const redis = await startRedis()
   t.after(async () => { redis.resume(); await redis.stop() })
   const { cache, count } = await cacheOn(t, redis.url)
-  await cache.wrap('t:x:1', async () => ({ value: '"old"', version: 1 }))
+  await cached(cache, 't:x:1', async () => ({ value: '"old"', version: 1 }))
   await sleep(50)
   redis.pause() // connections stay open, nothing answers: a partition, or a server stuck
   let loads = 0
   const t0 = Date.now()
-  assert.equal(await cache.wrap('t:x:1', async () => { loads++; return { value: '"db"', version: 1 } }), '"db"')
+  assert.equal(await cached(cache, 't:x:1', async () => { loads++; return { value: '"db"', version: 1 } }), '"db"')
   assert.ok(Date.now() - t0 < 2000, 'a stalled cache costs at most CACHE_TIMEOUT_MS')
   assert.equal(loads, 1)
   assert.ok(await count('error') >= 1)
@@ -163,15 +166,15 @@ test('redis frozen: after CACHE_BREAKER_FAILURES timeouts Redis is bypassed at o
   t.after(async () => { redis.resume(); await redis.stop() })
   const { cache, count } = await cacheOn(t, redis.url, { CACHE_BREAKER_FAILURES: '3', CACHE_BREAKER_OPEN_MS: '500' })
   const load = async () => '"db"'
-  await cache.wrap('t:b:1', load)
+  await cached(cache, 't:b:1', load)
   await sleep(20)
   assert.equal(cache.state(), 'ok')
   redis.pause()
-  for (let i = 0; i < 3; i++) await cache.wrap(`t:b:${i}`, load) // three timeouts in a row
+  for (let i = 0; i < 3; i++) await cached(cache, `t:b:${i}`, load) // three timeouts in a row
   assert.equal(await count('error'), 3)
   assert.equal(cache.state(), 'bypassed')
   const t0 = performance.now()
-  for (let i = 0; i < 50; i++) assert.equal(await cache.wrap('t:b:1', load), '"db"')
+  for (let i = 0; i < 50; i++) assert.equal(await cached(cache, 't:b:1', load), '"db"')
   const ms = performance.now() - t0
   assert.ok(ms < 250, `50 reads bypassing a frozen Redis in ${Math.round(ms)} ms, not 50 × CACHE_TIMEOUT_MS`)
   assert.equal(await count('bypass'), 50)
@@ -183,7 +186,7 @@ test('redis frozen: after CACHE_BREAKER_FAILURES timeouts Redis is bypassed at o
   let hits = 0
   for (let i = 0; i < 100 && hits === 0; i++) {
     await sleep(50)
-    await cache.wrap('t:b:1', load)
+    await cached(cache, 't:b:1', load)
     hits = await count('hit')
   }
   assert.equal(cache.state(), 'ok')
@@ -199,8 +202,8 @@ test('redis frozen, 2 replicas: an invalidation Redis missed during the outage i
   const reader = await cacheOn(t, redis.url, { CACHE_BREAKER_FAILURES: '3', CACHE_BREAKER_OPEN_MS: '300' })
   let version = 1 // the row in "PostgreSQL"
   const load = async () => ({ value: `"v${version}"`, version })
-  const trip = (c) => Promise.all([2, 3, 4].map((i) => c.cache.wrap(`t:r:${i}`, load))) // three timeouts at once
-  assert.equal(await reader.cache.wrap('t:r:1', load), '"v1"')
+  const trip = (c) => Promise.all([2, 3, 4].map((i) => cached(c.cache, `t:r:${i}`, load))) // three timeouts at once
+  assert.equal(await cached(reader.cache, 't:r:1', load), '"v1"')
   await sleep(20) // cached in Redis at version 1
   redis.pause()
   await trip(reader)
@@ -210,12 +213,12 @@ test('redis frozen, 2 replicas: an invalidation Redis missed during the outage i
   // Committed and acknowledged. The writer's breaker is open: the tombstone is not even sent (a
   // partition would lose it the same way); the writer replays it once its own probe finds Redis back.
   await writer.cache.invalidate('t:r:1', 2)
-  assert.equal(await reader.cache.wrap('t:r:1', load), '"v2"', 'bypassing: read from the database')
+  assert.equal(await cached(reader.cache, 't:r:1', load), '"v2"', 'bypassing: read from the database')
   await sleep(500)
   redis.resume()
   // Redis holds version 1 until the writer replays; no read may return it meanwhile.
   for (let i = 0; i < 60; i++) {
-    assert.equal(await reader.cache.wrap('t:r:1', load), '"v2"', `read ${i} after Redis came back`)
+    assert.equal(await cached(reader.cache, 't:r:1', load), '"v2"', `read ${i} after Redis came back`)
     await sleep(25)
   }
   assert.equal(reader.cache.state(), 'ok')
@@ -228,7 +231,7 @@ async function itemsDatabase () {
   const url = await createDatabase('items')
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  await migrate(client, fileURLToPath(new URL('./fixture/migrations/', import.meta.url)))
+  await migrate(client, fixture)
   await client.end()
   return url
 }

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CsvParser, parseCsv, copyLine, pgTarget, pgliteTarget, IdSet, seedTable, loadTables, LoadRefused } from '@suite/kit/etl'
 import { createDatabase } from '@suite/kit/testing/env'
+import { PGlite } from '@electric-sql/pglite'
 
 const NASTY = '\ufeffid,name,note\r\n' +
   '1,"a, ""quoted""\nand a newline",plain\r\n' +
@@ -134,7 +135,6 @@ test('COPY text round-trips every awkward value through a real PostgreSQL', asyn
 })
 
 test('the same COPY text loads into an embedded PGlite', async () => {
-  const { PGlite } = await import('@electric-sql/pglite')
   const db = await PGlite.create()
   try {
     await db.query('CREATE TABLE t (i int, v text)')
@@ -176,7 +176,7 @@ const seedInto = (url, rows, extra = {}) => seedTable({
 test('seedTable: parts over parallel binary COPY streams, every value intact (strings or pieces), indexes, defaults and lz4 kept', async () => {
   const { url, client } = await withOldRow('seed')
   try {
-    const doc = (id) => ({ id, name: AWKWARD[id % AWKWARD.length], nested: [1.5, null, true, { 'ключ': 'значение' }] })
+    const doc = (id) => ({ id, name: AWKWARD[id % AWKWARD.length], nested: [1.5, null, true, { ключ: 'значение' }] })
     // Values as strings, and (even ids) as pieces: a Buffer then a string.
     const json = (id) => id % 2 ? JSON.stringify(doc(id)) : [Buffer.from(JSON.stringify(doc(id)).slice(0, 6)), JSON.stringify(doc(id)).slice(6)]
     const summary = await seedInto(url, (id) => [id, id % 5 ? json(id) : null, AWKWARD[id % AWKWARD.length] ?? 'none'])

@@ -8,14 +8,14 @@ import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { startPostgres, startService, get } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
+import fixture from './fixture/service.js'
 
 const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
-const migrations = fileURLToPath(new URL('./fixture/migrations/', import.meta.url))
 
 async function itemsOn (url) {
   const c = new pg.Client({ connectionString: url })
   await c.connect()
-  await migrate(c, migrations)
+  await migrate(c, fixture)
   await c.query("INSERT INTO fixture_items SELECT i, 'v', 1 FROM generate_series(1, 10) i")
   return c
 }

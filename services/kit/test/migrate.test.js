@@ -6,13 +6,15 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { mkdtemp, rm, writeFile, copyFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile, copyFile, readdir, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
+import { migrate as migrateIn } from '@suite/kit'
 import { startPostgres, databaseEnv } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
+import { NAMES } from '../../list.js'
 
 const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
 const fixtureMigration = fileURLToPath(new URL('./fixture/migrations/001_fixture.sql', import.meta.url))
@@ -146,4 +148,65 @@ test('migrate: a migration behind a long reader\'s table lock waits up to --wait
     const { rows } = await client.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'fixture_items' AND column_name = 'note'")
     assert.equal(rows[0].n, 1)
   })
+})
+
+// Versions are keyed by service: services share one database (the charts' default), and each may
+// have a 001_init.sql.
+test('migrate: two services with a 001_init.sql of the same name in one database each apply their own', async () => {
+  const url = await createDatabase('migrate_keyed')
+  const client = new pg.Client({ connectionString: url })
+  const dirs = []
+  try {
+    await client.connect()
+    for (const name of ['alpha', 'beta']) {
+      const dir = await mkdtemp(join(tmpdir(), `migrations-${name}-`))
+      dirs.push(dir)
+      await writeFile(join(dir, '001_init.sql'), `CREATE TABLE ${name}_items (id int)`)
+      assert.deepEqual(await migrateIn(client, { name, migrations: dir }), ['001_init'], `${name}'s 001_init applied`)
+    }
+    const { rows } = await client.query(`SELECT to_regclass('alpha_items') IS NOT NULL AS alpha, to_regclass('beta_items') IS NOT NULL AS beta,
+      (SELECT array_agg(service || '/' || version ORDER BY service) FROM schema_migrations) AS versions`)
+    assert.deepEqual(rows[0], { alpha: true, beta: true, versions: ['alpha/001_init', 'beta/001_init'] })
+    assert.deepEqual(await migrateIn(client, { name: 'beta', migrations: dirs[1] }), [], 'applied once')
+  } finally {
+    await client.end()
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('migrate: a database migrated before versions were keyed by service upgrades in place, nothing applied twice', async () => {
+  const url = await createDatabase('migrate_upgrade')
+  const client = new pg.Client({ connectionString: url })
+  // By path: the list names the services; each definition holds its migrations.
+  const services = await Promise.all(NAMES.map(async (name) => (await import(`../../${name}/src/service.js`)).default))
+  try {
+    await client.connect()
+    // What the previous migrate left: schema_migrations keyed by bare version, every service's files applied.
+    await client.query('CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
+    const legacy = []
+    for (const service of services) {
+      const dir = fileURLToPath(service.migrations)
+      for (const file of (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort()) {
+        await client.query(await readFile(join(dir, file), 'utf8'))
+        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [file.replace(/\.sql$/, '')])
+        legacy.push(`${service.name}/${file.replace(/\.sql$/, '')}`)
+      }
+    }
+    // A row no service here claims (another service's, not yet upgraded) stays as it was.
+    await client.query("INSERT INTO schema_migrations (version) VALUES ('001_someone_else')")
+    for (const service of services) assert.deepEqual(await migrateIn(client, service), [], `${service.name}: nothing applied again`)
+    const { rows } = await client.query("SELECT coalesce(service, '?') || '/' || version AS v FROM schema_migrations")
+    assert.deepEqual(rows.map((r) => r.v).sort(), [...legacy, '?/001_someone_else'].sort(), 'each row keyed by its service')
+
+    // The upgraded table takes new versions, per service.
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-later-'))
+    try {
+      const last = services.at(-1)
+      for (const file of await readdir(fileURLToPath(last.migrations))) await copyFile(join(fileURLToPath(last.migrations), file), join(dir, file))
+      await writeFile(join(dir, '999_later.sql'), 'CREATE TABLE upgraded_later (id int)')
+      assert.deepEqual(await migrateIn(client, { name: last.name, migrations: dir }), ['999_later'])
+    } finally { await rm(dir, { recursive: true, force: true }) }
+  } finally {
+    await client.end()
+  }
 })

@@ -2,7 +2,7 @@
 // port with one metrics view, crash replacement, graceful shutdown.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { request } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -63,6 +63,16 @@ test('a wrong command line is one line, then the usage, and exit 2: unknown comm
   const help = spawnSync(process.execPath, [entry, '--help'], { env: { PATH: process.env.PATH }, encoding: 'utf8' })
   assert.equal(help.status, 0, 'no settings needed for --help')
   assert.match(help.stdout, /^usage: node \S+ \[command\] \[options\]/)
+})
+
+test('the settings are validated once, in the main thread; the workers get them as they are', async () => {
+  const svc = await start({ WORKERS: '2', FIXTURE_TRACE_CONFIG: '1' })
+  try {
+    await allWorkers(svc, 2)
+    assert.deepEqual(svc.logs().match(/config validated in [a-z ]+/g), ['config validated in the main thread'], svc.logs())
+  } finally {
+    await svc.stop()
+  }
 })
 
 test('two workers serve one port and one scrape shows the sum of both', async () => {
@@ -182,7 +192,6 @@ test('overload: the event loop lags, service routes answer 503 with Retry-After,
 })
 
 test('SIGTERM while the workers are still starting: a clean exit 0, not a kill', async () => {
-  const { spawn } = await import('node:child_process')
   const child = spawn(process.execPath, [entry], { env: { ...process.env, DATABASE_URL: adminUrl, WORKERS: '2', PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d) => { out += d })

@@ -48,7 +48,7 @@ export function assertError (res, status, label) {
 }
 
 // Every string schema a request can carry (params, query, headers, body), with where it is.
-function* stringSchemas (schema, where) {
+function * stringSchemas (schema, where) {
   if (!schema || typeof schema !== 'object') return
   if (schema.type === 'string' && schema.enum === undefined) yield [where, schema]
   for (const [k, s] of Object.entries(schema.properties ?? {})) yield * stringSchemas(s, `${where}/${k}`)

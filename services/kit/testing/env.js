@@ -16,15 +16,15 @@ function required (name) {
 export const createDatabase = (prefix) => create(adminUrl, prefix)
 
 /**
- * A fresh database on the shared test server with a service's migrations applied, then
+ * A fresh database on the shared test server with a service's migrations (its definition, src/service.js) applied, then
  * `fill(client)` run on it (test rows); returns its URL.
  */
-export async function migratedDatabase (prefix, migrations, fill = async () => {}) {
-  const url = await createDatabase(prefix)
+export async function migratedDatabase (service, fill = async () => {}) {
+  const url = await createDatabase(service.name)
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await migrate(client, migrations)
+    await migrate(client, service)
     await fill(client)
   } finally {
     await client.end()

@@ -4,6 +4,7 @@ import { spawn, execFileSync } from 'node:child_process'
 import { mkdtemp, rm, chown, writeFile } from 'node:fs/promises'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { request, Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, delimiter } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -364,7 +365,6 @@ export function metric (text, name, labels = {}) {
  * opens a second connection. Resolves to { statuses: {code: n}, errors: {code: n}, sent }.
  */
 export async function keepAliveLoad ({ url, paths, clients = 16, until }) {
-  const { request, Agent } = await import('node:http')
   const result = { statuses: {}, errors: {}, sent: 0 }
   const one = (agent, path) => new Promise((resolve) => {
     const req = request(url + path, { agent }, (res) => {

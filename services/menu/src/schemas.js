@@ -1,10 +1,12 @@
 // JSON schemas of the menu routes: request validation, OpenAPI, and the response shapes tests check.
+// Exported: one schema per route, named by its operation (getMenu, postFlows…: every service's
+// schemas.js alike); components stay private.
 import { errorResponses, errorResponse, notModifiedResponse, text, httpUrl, id, ifMatchHeader, ifNoneMatchHeader } from '@suite/kit'
 
-export const params = { type: 'object', required: ['id'], properties: { id: id('restaurant id') } }
+const params = { type: 'object', required: ['id'], properties: { id: id('restaurant id') } }
 
 // A dish as the original client reads it. Price is a JSON number (dollars), ingredients one string.
-export const dish = {
+const dish = {
   type: 'object',
   additionalProperties: false,
   required: ['dishType', 'subType', 'dish', 'price', 'ingredients'],
@@ -20,7 +22,7 @@ export const dish = {
 const link = httpUrl(2048, { description: 'the restaurant\'s own menu: an absolute http(s) URL' })
 
 // `version` is not listed: fast-json-stringify leaves it out of the answer (it is for the cache).
-export const menuDoc = {
+const menuDoc = {
   type: 'object',
   additionalProperties: false,
   required: ['id', 'dishes', 'link'],

@@ -5,6 +5,7 @@ export default {
   name: 'menu',
   version: '1.0.0',
   description: 'Restaurant menus: a list of dishes or a link to the restaurant\'s own menu.',
+  url: import.meta.url, // each worker thread imports this module again from here
   migrations: new URL('../migrations/', import.meta.url),
   routes
 }

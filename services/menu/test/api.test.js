@@ -8,7 +8,6 @@ import { menuDatabase, startMenu, get, put, DISHES } from './fixtures.js'
 
 let service
 
-
 before(async () => {
   service = await startMenu({ DATABASE_URL: await menuDatabase(), REDIS_URL: `${redisUrl}/6` })
 })

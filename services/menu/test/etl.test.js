@@ -12,7 +12,7 @@ import { databaseEnv } from '@suite/kit/testing'
 import { generate, load, seed } from '../etl/index.js'
 import { DISH_TYPES, SUB_TYPES } from '../etl/generate.js'
 import { spawnSync } from 'node:child_process'
-import { migrations, startMenu, get, entry } from './fixtures.js'
+import { service, startMenu, get, entry } from './fixtures.js'
 
 const MENUS = 3000
 let work, manifest
@@ -27,7 +27,7 @@ test('generate + load: counts, a third links, 10–19 dishes over 11 × 11 types
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await migrate(client, migrations)
+    await migrate(client, service)
     const summary = await load({ db: pgTarget(client), dir: work, rejectsFile: join(work, 'rejects.csv'), progress: false })
     const want = manifest.files['menus.csv']
     assert.equal(summary.files[0].read, want.rows)
@@ -72,7 +72,7 @@ test('seed writes the menus generate + load do, whatever the number of streams, 
       const client = new pg.Client({ connectionString: url })
       await client.connect()
       dbs.push(client)
-      await migrate(client, migrations)
+      await migrate(client, service)
       return Object.assign(client, { url })
     }))
     const dir = join(work, 'parts')

@@ -59,7 +59,7 @@ export async function generate ({ out, products, seed = 1 }) {
     productId++
     if (chance(0.001)) productId++ // a gap in the ids
     const name = `${pick(ADJECTIVES)} ${pick(NOUNS)}`
-    const slogan = chance(0.05) ? quote(`Don't just "wear" it, live it, every day`) : `Blend in to your crowd`
+    const slogan = chance(0.05) ? quote(`Don't just "wear" it, live it, every day`) : 'Blend in to your crowd'
     const description = chance(0.05)
       ? quote(`The So Fatigues will wake you up and fit you in.\nThis "high energy" piece, with a twist, is ${pick(COLORS).toLowerCase()}`)
       : `So fatigues will wake you up and fit you in the crowd ${i}`

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // product serve | migrate | generate | load
 import { runCli, dataCommands } from '@suite/kit'
+import service from './service.js'
 import { CACHE_PREFIX } from './routes.js'
 
-await runCli(new URL('./service.js', import.meta.url), dataCommands({
+await runCli(service, dataCommands({
+  // A URL, not an import: generate, load and seed run it in a worker thread with a capped heap.
   etlModule: new URL('../etl/index.js', import.meta.url),
   cachePrefix: CACHE_PREFIX,
   table: 'products',

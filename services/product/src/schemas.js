@@ -1,15 +1,13 @@
 // JSON schemas of the product routes: request validation, OpenAPI, and the response shapes the
 // tests check every answer against.
+// Exported: one schema per route, named by its operation (getMenu, postFlows…: every service's
+// schemas.js alike); components stay private.
 import { errorResponses, id, INT4_MAX } from '@suite/kit'
 
 const price = { type: 'string', pattern: '^-?\\d+\\.\\d{2}$', examples: ['140.00'] }
 const nullable = (schema) => ({ anyOf: [schema, { type: 'null' }] })
 
-const productId = {
-  type: 'object',
-  required: ['product_id'],
-  properties: { product_id: id('product id') }
-}
+const params = { type: 'object', required: ['id'], properties: { id: id('product id') } }
 
 const listItem = {
   type: 'object',
@@ -25,7 +23,7 @@ const listItem = {
   }
 }
 
-export const list = {
+export const listProducts = {
   summary: 'List products in id order, by page (like OFFSET, at constant cost) or after an id (keyset)',
   tags: ['products'],
   querystring: {
@@ -39,10 +37,10 @@ export const list = {
   response: { 200: { type: 'array', items: listItem }, ...errorResponses }
 }
 
-export const product = {
+export const getProduct = {
   summary: 'One product with its features',
   tags: ['products'],
-  params: productId,
+  params,
   response: {
     200: {
       type: 'object',
@@ -104,10 +102,10 @@ const style = {
   }
 }
 
-export const styles = {
+export const getStyles = {
   summary: 'The styles of a product, with photos and SKUs',
   tags: ['products'],
-  params: productId,
+  params,
   response: {
     200: {
       type: 'object',
@@ -119,9 +117,9 @@ export const styles = {
   }
 }
 
-export const related = {
+export const getRelated = {
   summary: 'Ids of related products',
   tags: ['products'],
-  params: productId,
+  params,
   response: { 200: { type: 'array', items: { type: 'integer' } }, ...errorResponses }
 }

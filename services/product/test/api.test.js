@@ -9,7 +9,6 @@ import { catalogueDatabase, startProduct, get, metric, PRODUCT_COUNT, TRICKY_NAM
 
 let service, dbUrl, db
 
-
 before(async () => {
   dbUrl = await catalogueDatabase()
   db = new pg.Client({ connectionString: dbUrl })
@@ -23,7 +22,7 @@ after(async () => {
 })
 
 test('GET /products/:id is the Atelier product with its features', async () => {
-  const res = conforms(schemas.product, await get(service.url, '/products/1'))
+  const res = conforms(schemas.getProduct, await get(service.url, '/products/1'))
   assert.equal(res.status, 200)
   assert.deepEqual(res.body, {
     id: 1,
@@ -37,12 +36,12 @@ test('GET /products/:id is the Atelier product with its features', async () => {
     updated_at: '2021-08-13T14:38:44.509Z',
     features: [{ feature: 'Fabric', value: 'Canvas' }, { feature: 'Buttons', value: null }]
   })
-  const bare = conforms(schemas.product, await get(service.url, '/products/2'))
+  const bare = conforms(schemas.getProduct, await get(service.url, '/products/2'))
   assert.deepEqual(bare.body.features, [])
 })
 
 test('GET /products/:id/styles keeps every Atelier quirk', async () => {
-  const res = conforms(schemas.styles, await get(service.url, '/products/1/styles'))
+  const res = conforms(schemas.getStyles, await get(service.url, '/products/1/styles'))
   assert.equal(res.status, 200)
   assert.deepEqual(res.body, {
     product_id: '1',
@@ -70,19 +69,19 @@ test('GET /products/:id/styles keeps every Atelier quirk', async () => {
       }
     ]
   })
-  const none = conforms(schemas.styles, await get(service.url, '/products/2/styles'))
+  const none = conforms(schemas.getStyles, await get(service.url, '/products/2/styles'))
   assert.deepEqual(none.body, { product_id: '2', results: [] })
-  const three = conforms(schemas.styles, await get(service.url, '/products/3/styles'))
+  const three = conforms(schemas.getStyles, await get(service.url, '/products/3/styles'))
   assert.equal(three.body.results[0].original_price, '40.50')
 })
 
 test('GET /products/:id/related is an array of ids', async () => {
-  assert.deepEqual(conforms(schemas.related, await get(service.url, '/products/1/related')).body, [2, 3, 8])
-  assert.deepEqual(conforms(schemas.related, await get(service.url, '/products/2/related')).body, [])
+  assert.deepEqual(conforms(schemas.getRelated, await get(service.url, '/products/1/related')).body, [2, 3, 8])
+  assert.deepEqual(conforms(schemas.getRelated, await get(service.url, '/products/2/related')).body, [])
 })
 
 test('GET /products lists in id order with the Atelier defaults', async () => {
-  const res = conforms(schemas.list, await get(service.url, '/products'))
+  const res = conforms(schemas.listProducts, await get(service.url, '/products'))
   assert.equal(res.status, 200)
   assert.deepEqual(res.body.map((p) => p.id), [1, 2, 3, 4, 5])
   assert.deepEqual(res.body[1], {
@@ -98,7 +97,7 @@ test('every page equals ORDER BY id LIMIT count OFFSET (page-1)*count, across th
   }
   for (const [page, count] of pages) {
     const { rows } = await db.query('SELECT id FROM products ORDER BY id LIMIT $1 OFFSET $2', [count, (page - 1) * count])
-    const res = conforms(schemas.list, await get(service.url, `/products?page=${page}&count=${count}`))
+    const res = conforms(schemas.listProducts, await get(service.url, `/products?page=${page}&count=${count}`))
     assert.deepEqual(res.body.map((p) => p.id), rows.map((r) => r.id), `page=${page}&count=${count}`)
   }
 })
@@ -107,7 +106,7 @@ test('the keyset cursor walks the whole catalogue once, in order', async () => {
   const seen = []
   let after = 0
   for (;;) {
-    const res = conforms(schemas.list, await get(service.url, `/products?after=${after}&count=100`))
+    const res = conforms(schemas.listProducts, await get(service.url, `/products?after=${after}&count=100`))
     if (!res.body.length) break
     seen.push(...res.body.map((p) => p.id))
     after = seen.at(-1)
@@ -127,15 +126,15 @@ test('an unknown product is a 404 JSON error on every route', async () => {
 
 test('bad input is a 400 naming the field, never a 5xx', async () => {
   const cases = {
-    '/products/abc': 'params/product_id',
-    '/products/0': 'params/product_id',
-    '/products/-5': 'params/product_id',
-    '/products/1.5': 'params/product_id',
-    '/products/2147483648': 'params/product_id',
-    '/products/99999999999999999999999': 'params/product_id',
-    "/products/1'%20OR%20'1'='1": 'params/product_id',
-    '/products/1;DROP%20TABLE%20products/styles': 'params/product_id',
-    '/products/NaN/related': 'params/product_id',
+    '/products/abc': 'params/id',
+    '/products/0': 'params/id',
+    '/products/-5': 'params/id',
+    '/products/1.5': 'params/id',
+    '/products/2147483648': 'params/id',
+    '/products/99999999999999999999999': 'params/id',
+    "/products/1'%20OR%20'1'='1": 'params/id',
+    '/products/1;DROP%20TABLE%20products/styles': 'params/id',
+    '/products/NaN/related': 'params/id',
     '/products?count=0': 'querystring/count',
     '/products?count=101': 'querystring/count',
     '/products?count=x': 'querystring/count',
@@ -144,11 +143,11 @@ test('bad input is a 400 naming the field, never a 5xx', async () => {
     '/products?page=1e99': 'querystring/page',
     '/products?after=-1': 'querystring/after',
     // Only plain decimal digits name a product: not hex, exponents, signs, leading zeros or spaces.
-    '/products/0x1': 'params/product_id',
-    '/products/1e0/styles': 'params/product_id',
-    '/products/%2B1': 'params/product_id',
-    '/products/01/related': 'params/product_id',
-    '/products/%201': 'params/product_id',
+    '/products/0x1': 'params/id',
+    '/products/1e0/styles': 'params/id',
+    '/products/%2B1': 'params/id',
+    '/products/01/related': 'params/id',
+    '/products/%201': 'params/id',
     '/products?count=0x5': 'querystring/count',
     '/products?page=02': 'querystring/page',
     '/products?after=1e2': 'querystring/after'
@@ -209,8 +208,8 @@ test('every route answers bad requests with the one error body, a status its Ope
 
 test('the OpenAPI document describes every route', async () => {
   const doc = (await get(service.url, '/docs/json')).body
-  for (const path of ['/products', '/products/{product_id}', '/products/{product_id}/styles', '/products/{product_id}/related', '/healthz', '/readyz', '/metrics']) {
+  for (const path of ['/products', '/products/{id}', '/products/{id}/styles', '/products/{id}/related', '/healthz', '/readyz', '/metrics']) {
     assert.ok(doc.paths[path]?.get, path)
   }
-  assert.ok(doc.paths['/products/{product_id}/styles'].get.responses['200'])
+  assert.ok(doc.paths['/products/{id}/styles'].get.responses['200'])
 })

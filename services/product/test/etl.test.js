@@ -11,7 +11,8 @@ import { pgTarget, pgliteTarget, parseCsv } from '@suite/kit/etl'
 import { get, databaseEnv } from '@suite/kit/testing'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
 import { generate, load } from '../etl/index.js'
-import { migrations, entry, startProduct } from './fixtures.js'
+import { service, entry, startProduct } from './fixtures.js'
+import { PGlite } from '@electric-sql/pglite'
 
 let work, dirA, dirB, manifestA
 before(async () => {
@@ -27,7 +28,7 @@ async function freshDatabase () {
   const url = await createDatabase('etl')
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  await migrate(client, migrations)
+  await migrate(client, service)
   return { url, client }
 }
 
@@ -145,12 +146,11 @@ test('the load command clears the cache: the API answers with the new data at on
 })
 
 test('the same loader fills an embedded PGlite', async () => {
-  const { PGlite } = await import('@electric-sql/pglite')
   const db = await PGlite.create()
   const small = join(work, 'small')
   const manifest = await generate({ out: small, products: 150, seed: 3 })
   try {
-    await migrate(pgliteTarget(db), migrations)
+    await migrate(pgliteTarget(db), service)
     const summary = await load({ db: pgliteTarget(db), dir: small, progress: false, rejectsFile: join(work, 'r6.csv') })
     for (const f of summary.files) assert.deepEqual(f.reasons, manifest.files[f.file].rejects, f.file)
     const { rows: [{ n }] } = await db.query('SELECT count(*)::int AS n FROM products')

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { startRedis, startPostgres, keepAliveLoad, get, metric } from '@suite/kit/testing'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
-import { catalogueDatabase, startProduct, migrations } from './fixtures.js'
+import { catalogueDatabase, startProduct, service } from './fixtures.js'
 
 const scrape = async (svc) => (await get(svc.url, '/metrics')).body
 
@@ -50,7 +50,7 @@ test('PostgreSQL restarted: 503 with Retry-After while down, 200 again after, ca
   const url = await server.createDatabase('restart')
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  await migrate(client, migrations)
+  await migrate(client, service)
   await client.query(`INSERT INTO products (id, seq, name, slogan, description, category, default_price)
     SELECT i, i, 'P' || i, 's', 'd', 'c', 1 FROM generate_series(1, 10) i`)
   await client.end()

@@ -2,10 +2,11 @@
 import { fileURLToPath } from 'node:url'
 import { startService } from '@suite/kit/testing'
 import { migratedDatabase } from '@suite/kit/testing/env'
+import service from '../src/service.js'
 export { get, metric } from '@suite/kit/testing'
 
 export const entry = fileURLToPath(new URL('../src/cli.js', import.meta.url))
-export const migrations = fileURLToPath(new URL('../migrations/', import.meta.url))
+export { service }
 
 // Products 1..700 except multiples of 7 (gaps), plus two far-away ids: 602 rows in all.
 export const PRODUCT_COUNT = 700 - 100 + 2
@@ -34,7 +35,7 @@ INSERT INTO related (id, product_id, related_product_id) VALUES (1, 1, 2), (2, 1
 /** A migrated database holding the fixture catalogue; returns its URL. */
 export function catalogueDatabase () {
   // Multi-statement text cannot take parameters: the tricky name goes in as a literal.
-  return migratedDatabase('product', migrations, (client) => client.query(SEED_SQL.replace('$1', client.escapeLiteral(TRICKY_NAME))))
+  return migratedDatabase(service, (client) => client.query(SEED_SQL.replace('$1', client.escapeLiteral(TRICKY_NAME))))
 }
 
 export function startProduct (env) {

@@ -30,19 +30,19 @@ export default async function routes (app) {
   // After a commit, before the answer: no reader anywhere gets an older version from then on.
   const invalidate = (id, version) => Promise.all(keys(id).map((k) => cache.invalidate(k, version)))
 
-  app.get('/restaurants/:id', { schema: schemas.read }, async (request, reply) => {
+  app.get('/restaurants/:id', { schema: schemas.getRestaurant }, async (request, reply) => {
     const { id } = request.params
     if (!await sendProfile(reply, keys(id)[0], id, (d) => d)) throw httpError(404, `restaurant ${id} not found`)
     return reply
   })
 
-  app.get('/restaurants/:id/profile', { schema: schemas.compat }, async (request, reply) => {
+  app.get('/restaurants/:id/profile', { schema: schemas.getProfile }, async (request, reply) => {
     const { id } = request.params
     if (!await sendProfile(reply, keys(id)[1], id, compatOf)) return []
     return reply
   })
 
-  app.post('/restaurants', { schema: schemas.create }, async (request, reply) => {
+  app.post('/restaurants', { schema: schemas.createRestaurant }, async (request, reply) => {
     const row = await query(sql.create, [JSON.stringify(request.body)])
     // A GET before the insert may have cached "not found" at version 0 for this id.
     await invalidate(row.doc.id, row.version)
@@ -61,10 +61,10 @@ export default async function routes (app) {
     reply.header('etag', `"${row.version}"`)
     return row.doc
   }
-  app.put('/restaurants/:id', { schema: schemas.replace }, write)
-  app.patch('/restaurants/:id', { schema: schemas.patch }, write)
+  app.put('/restaurants/:id', { schema: schemas.replaceRestaurant }, write)
+  app.patch('/restaurants/:id', { schema: schemas.patchRestaurant }, write)
 
-  app.delete('/restaurants/:id', { schema: schemas.remove }, async (request, reply) => {
+  app.delete('/restaurants/:id', { schema: schemas.deleteRestaurant }, async (request, reply) => {
     const { id } = request.params
     const row = await query(sql.remove, [id, ...conditions(request)])
     if (row.version === null) {

@@ -1,5 +1,7 @@
 // JSON Schemas of the profile routes: they validate input (400 naming the field) and decide what
 // is serialized — `version` is never in a body, it travels as the ETag.
+// Exported: one schema per route, named by its operation (getMenu, postFlows…: every service's
+// schemas.js alike); components stay private.
 import { errorResponses, errorResponse, notModifiedResponse, text, httpUrl, id, ifMatchHeader, ifNoneMatchHeader } from '@suite/kit'
 
 // price_range is an integer 1–4, the number of "$" signs ("$" … "$$$$").
@@ -17,7 +19,7 @@ const fields = {
 }
 const names = Object.keys(fields)
 
-export const restaurant = {
+const restaurant = {
   type: 'object',
   required: ['id', ...names, 'created_at', 'updated_at'],
   additionalProperties: false,
@@ -30,7 +32,7 @@ export const restaurant = {
 }
 
 // The original client's shape: `number` is the phone.
-export const compatItem = {
+const compatItem = {
   type: 'object',
   required: ['id', 'name', 'address', 'number', 'picture', 'stars', 'quality', 'delivery', 'accuracy'],
   additionalProperties: false,
@@ -56,29 +58,29 @@ const full = { type: 'object', required: names, additionalProperties: false, pro
 const partial = { type: 'object', minProperties: 1, additionalProperties: false, properties: fields }
 const tags = ['restaurants']
 
-export const create = {
+export const createRestaurant = {
   tags, summary: 'create a restaurant (201, Location, ETag)', body: full,
   response: { 201: restaurant, ...errorResponses }
 }
-export const read = {
+export const getRestaurant = {
   tags, summary: 'a restaurant profile (ETag; If-None-Match → 304)', params, headers: ifNoneMatch,
   response: { 200: restaurant, 304: notModifiedResponse, ...errorResponses }
 }
-export const replace = {
+export const replaceRestaurant = {
   tags, summary: 'replace a restaurant (every field)', params, headers: conditions, body: full,
   response: { 200: restaurant, 412: errorResponse, ...errorResponses }
 }
-export const patch = {
+export const patchRestaurant = {
   tags, summary: 'change some fields of a restaurant (at least one)', params, headers: conditions, body: partial,
   response: { 200: restaurant, 412: errorResponse, ...errorResponses }
 }
-export const remove = {
+export const deleteRestaurant = {
   tags, summary: 'delete a restaurant (204)', params, headers: conditions,
   response: { 204: { type: 'null' }, 412: errorResponse, ...errorResponses }
 }
 // The original client's route answers 200 [] for an unknown id, deleted or never created (its client
 // reads data[0]): it has no 404.
-export const compat = {
+export const getProfile = {
   tags,
   summary: 'the original client\'s profile: [profile], or [] when unknown',
   description: 'Kept for the original client: an id without a restaurant (never created, or deleted) is `200 []`, not a 404.',

@@ -17,7 +17,7 @@ before(async () => {
 after(() => service?.stop())
 
 test('create, read, replace, patch, delete: shapes, Location, ETag', async () => {
-  const created = await call(schemas.create, 'POST', '/restaurants', body())
+  const created = await call(schemas.createRestaurant, 'POST', '/restaurants', body())
   assert.equal(created.status, 201)
   const { id } = created.body
   assert.ok(id > 50, 'a fresh id past the loaded ones')
@@ -26,51 +26,51 @@ test('create, read, replace, patch, delete: shapes, Location, ETag', async () =>
   assert.deepEqual(strip(created.body), body())
   assert.ok(!('version' in created.body))
 
-  const read = await call(schemas.read, 'GET', `/restaurants/${id}`)
+  const read = await call(schemas.getRestaurant, 'GET', `/restaurants/${id}`)
   assert.equal(read.status, 200)
   assert.deepEqual(read.body, created.body)
   assert.equal(read.headers.get('etag'), '"1"')
-  const hit = await call(schemas.read, 'GET', `/restaurants/${id}`) // from the cache, same ETag
+  const hit = await call(schemas.getRestaurant, 'GET', `/restaurants/${id}`) // from the cache, same ETag
   assert.equal(hit.headers.get('etag'), '"1"')
   assert.deepEqual(hit.body, created.body)
 
-  const compat = await call(schemas.compat, 'GET', `/restaurants/${id}/profile`)
+  const compat = await call(schemas.getProfile, 'GET', `/restaurants/${id}/profile`)
   const b = body()
   assert.deepEqual(compat.body, [{ id, name: b.name, address: b.address, number: b.phone, picture: b.picture, stars: b.stars, quality: b.quality, delivery: b.delivery, accuracy: b.accuracy }])
 
-  const replaced = await call(schemas.replace, 'PUT', `/restaurants/${id}`, body({ name: 'Replaced', stars: 0, price_range: 4 }))
+  const replaced = await call(schemas.replaceRestaurant, 'PUT', `/restaurants/${id}`, body({ name: 'Replaced', stars: 0, price_range: 4 }))
   assert.equal(replaced.status, 200)
   assert.equal(replaced.headers.get('etag'), '"2"')
   assert.deepEqual(strip(replaced.body), body({ name: 'Replaced', stars: 0, price_range: 4 }))
   assert.equal(replaced.body.created_at, created.body.created_at)
 
-  const patched = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { quality: 1 })
+  const patched = await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { quality: 1 })
   assert.equal(patched.headers.get('etag'), '"3"')
   assert.deepEqual(strip(patched.body), body({ name: 'Replaced', stars: 0, price_range: 4, quality: 1 }))
-  assert.deepEqual((await call(schemas.read, 'GET', `/restaurants/${id}`)).body, patched.body)
+  assert.deepEqual((await call(schemas.getRestaurant, 'GET', `/restaurants/${id}`)).body, patched.body)
 
   const deleted = await send(service.url, 'DELETE', `/restaurants/${id}`)
   assert.equal(deleted.status, 204)
-  assert.equal((await call(schemas.read, 'GET', `/restaurants/${id}`)).status, 404)
-  assert.deepEqual((await call(schemas.compat, 'GET', `/restaurants/${id}/profile`)).body, [])
-  assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`)).status, 404)
+  assert.equal((await call(schemas.getRestaurant, 'GET', `/restaurants/${id}`)).status, 404)
+  assert.deepEqual((await call(schemas.getProfile, 'GET', `/restaurants/${id}/profile`)).body, [])
+  assert.equal((await call(schemas.deleteRestaurant, 'DELETE', `/restaurants/${id}`)).status, 404)
 })
 
 test('loaded restaurants are served', async () => {
-  const res = await call(schemas.read, 'GET', '/restaurants/1')
+  const res = await call(schemas.getRestaurant, 'GET', '/restaurants/1')
   assert.equal(res.status, 200)
   assert.equal(res.body.id, 1)
-  assert.equal((await call(schemas.read, 'GET', '/restaurants/7')).status, 404, 'the planted bad row was rejected')
+  assert.equal((await call(schemas.getRestaurant, 'GET', '/restaurants/7')).status, 404, 'the planted bad row was rejected')
 })
 
 test('unknown ids: 404 on GET/PUT/PATCH/DELETE, [] on the compat route', async () => {
   const id = 2147483647
-  assert.equal((await call(schemas.read, 'GET', `/restaurants/${id}`)).status, 404)
-  assert.equal((await call(schemas.replace, 'PUT', `/restaurants/${id}`, body())).status, 404)
-  assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' })).status, 404)
-  assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`)).status, 404)
-  assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': '"1"' })).status, 404)
-  const compat = await call(schemas.compat, 'GET', `/restaurants/${id}/profile`)
+  assert.equal((await call(schemas.getRestaurant, 'GET', `/restaurants/${id}`)).status, 404)
+  assert.equal((await call(schemas.replaceRestaurant, 'PUT', `/restaurants/${id}`, body())).status, 404)
+  assert.equal((await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { name: 'x' })).status, 404)
+  assert.equal((await call(schemas.deleteRestaurant, 'DELETE', `/restaurants/${id}`)).status, 404)
+  assert.equal((await call(schemas.deleteRestaurant, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': '"1"' })).status, 404)
+  const compat = await call(schemas.getProfile, 'GET', `/restaurants/${id}/profile`)
   assert.equal(compat.status, 200)
   assert.deepEqual(compat.body, [])
 })
@@ -91,7 +91,7 @@ test('bad input is a 400 naming the field, never a 5xx', async () => {
   for (const [field, values] of Object.entries(bad)) {
     for (const v of values) {
       for (const [method, path, payload] of [['POST', '/restaurants', body({ [field]: v })], ['PUT', '/restaurants/1', body({ [field]: v })], ['PATCH', '/restaurants/1', { [field]: v }]]) {
-        const res = await call(schemas.create, method, path, payload)
+        const res = await call(schemas.createRestaurant, method, path, payload)
         assert.equal(res.status, 400, `${method} ${field}=${JSON.stringify(v)}`)
         assert.match(res.body.message, new RegExp(field), `${method} ${field}: ${res.body.message}`)
       }
@@ -153,42 +153,42 @@ test('If-Match (RFC 9110): 412 unless the current ETag is listed, compared stron
   const { body: { id } } = await send(service.url, 'POST', '/restaurants', body())
   // W/"1" names the current version, but If-Match compares strongly: a weak tag never matches.
   for (const stale of ['"2"', '"abc"', 'W/"1"', '"2", "3"', 'W/"1", "0"']) {
-    const res = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': stale })
+    const res = await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': stale })
     assert.equal(res.status, 412, stale)
     assert.match(res.body.message, /If-Match/)
   }
   // Not a list of entity-tags: it names no ETag, so it matches none.
   for (const malformed of ['nonsense', '1', '"1', '"1",', 'W/1']) {
-    assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': malformed })).status, 412, malformed)
+    assert.equal((await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-match': malformed })).status, 412, malformed)
   }
-  assert.equal((await call(schemas.replace, 'PUT', `/restaurants/${id}`, body(), { 'if-match': '"5"' })).status, 412)
-  assert.equal((await call(schemas.remove, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': '"5"' })).status, 412)
-  const ok = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v2' }, { 'if-match': '"1"' })
+  assert.equal((await call(schemas.replaceRestaurant, 'PUT', `/restaurants/${id}`, body(), { 'if-match': '"5"' })).status, 412)
+  assert.equal((await call(schemas.deleteRestaurant, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': '"5"' })).status, 412)
+  const ok = await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { name: 'v2' }, { 'if-match': '"1"' })
   assert.equal(ok.status, 200)
   assert.equal(ok.headers.get('etag'), '"2"')
   // A list matches when any of its tags does.
-  const listed = await call(schemas.replace, 'PUT', `/restaurants/${id}`, body({ name: 'v3' }), { 'if-match': 'W/"2", "7", "2"' })
+  const listed = await call(schemas.replaceRestaurant, 'PUT', `/restaurants/${id}`, body({ name: 'v3' }), { 'if-match': 'W/"2", "7", "2"' })
   assert.equal(listed.headers.get('etag'), '"3"')
-  assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v4' }, { 'if-match': '*' })).status, 200)
-  assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v5' })).headers.get('etag'), '"5"')
+  assert.equal((await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { name: 'v4' }, { 'if-match': '*' })).status, 200)
+  assert.equal((await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { name: 'v5' })).headers.get('etag'), '"5"')
   // If-None-Match on a write: `*` or the current ETag (weakly) refuses it; another version lets it through.
   for (const current of ['*', '"5"', 'W/"5"', '"1", W/"5"']) {
-    const res = await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-none-match': current })
+    const res = await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { name: 'x' }, { 'if-none-match': current })
     assert.equal(res.status, 412, `If-None-Match: ${current}`)
   }
-  assert.equal((await call(schemas.patch, 'PATCH', `/restaurants/${id}`, { name: 'v6' }, { 'if-none-match': '"4"' })).headers.get('etag'), '"6"')
+  assert.equal((await call(schemas.patchRestaurant, 'PATCH', `/restaurants/${id}`, { name: 'v6' }, { 'if-none-match': '"4"' })).headers.get('etag'), '"6"')
   const get = await send(service.url, 'GET', `/restaurants/${id}`)
   assert.equal(get.headers.get('etag'), '"6"')
   assert.equal(get.body.name, 'v6')
   // An unknown id is a 404 whatever the preconditions (RFC 9110 §13.2.1: they apply to a 2xx only).
-  assert.equal((await call(schemas.patch, 'PATCH', '/restaurants/2147483000', { name: 'x' }, { 'if-match': '*' })).status, 404)
-  assert.equal((await call(schemas.remove, 'DELETE', '/restaurants/2147483000', undefined, { 'if-none-match': '*' })).status, 404)
+  assert.equal((await call(schemas.patchRestaurant, 'PATCH', '/restaurants/2147483000', { name: 'x' }, { 'if-match': '*' })).status, 404)
+  assert.equal((await call(schemas.deleteRestaurant, 'DELETE', '/restaurants/2147483000', undefined, { 'if-none-match': '*' })).status, 404)
   assert.equal((await send(service.url, 'DELETE', `/restaurants/${id}`, undefined, { 'if-match': `"9", ${get.headers.get('etag')}` })).status, 204)
 })
 
 test('If-None-Match: 304 while the ETag is current (cached or not), the new document after a write', async () => {
   const { body: { id } } = await send(service.url, 'POST', '/restaurants', body())
-  for (const [path, schema] of [[`/restaurants/${id}`, schemas.read], [`/restaurants/${id}/profile`, schemas.compat]]) {
+  for (const [path, schema] of [[`/restaurants/${id}`, schemas.getRestaurant], [`/restaurants/${id}/profile`, schemas.getProfile]]) {
     const first = await send(service.url, 'GET', path, undefined, { 'if-none-match': '"1"' })
     assert.equal(first.status, 304, path) // the first read loads from PostgreSQL
     assert.equal(first.body, '')
@@ -203,7 +203,7 @@ test('If-None-Match: 304 while the ETag is current (cached or not), the new docu
     assert.equal((await call(schema, 'GET', path, undefined, { 'if-none-match': '1' })).status, 200, `${path}: not an entity-tag, matches none`)
   }
   await send(service.url, 'PATCH', `/restaurants/${id}`, { name: 'changed' })
-  const after = await call(schemas.read, 'GET', `/restaurants/${id}`, undefined, { 'if-none-match': '"1"' })
+  const after = await call(schemas.getRestaurant, 'GET', `/restaurants/${id}`, undefined, { 'if-none-match': '"1"' })
   assert.equal(after.status, 200)
   assert.equal(after.body.name, 'changed')
   assert.equal(after.headers.get('etag'), '"2"')

@@ -11,7 +11,7 @@ import { pgTarget } from '@suite/kit/etl'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
 import { databaseEnv } from '@suite/kit/testing'
 import { generate, load } from '../etl/index.js'
-import { migrations, entry, startProfile, send, body } from './fixtures.js'
+import { service, entry, startProfile, send, body } from './fixtures.js'
 
 let work
 before(async () => { work = await mkdtemp(join(tmpdir(), 'profile-etl-')) })
@@ -31,7 +31,7 @@ test('every row is loaded or rejected by its reason; the id sequence continues p
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await migrate(client, migrations)
+    await migrate(client, service)
     const summary = await load({ db: pgTarget(client), dir, rejectsFile: join(work, 'rejects.csv'), progress: false })
     const [f] = summary.files
     const want = manifest.files['restaurants.csv']

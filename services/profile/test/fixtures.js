@@ -6,11 +6,12 @@ import { join } from 'node:path'
 import { pgTarget } from '@suite/kit/etl'
 import { startService } from '@suite/kit/testing'
 import { migratedDatabase } from '@suite/kit/testing/env'
+import service from '../src/service.js'
 import { generate, load } from '../etl/index.js'
 export { get, metric, send } from '@suite/kit/testing'
 
 export const entry = fileURLToPath(new URL('../src/cli.js', import.meta.url))
-export const migrations = fileURLToPath(new URL('../migrations/', import.meta.url))
+export { service }
 export const TRICKY_NAME = 'Ünïcødé "quoted", comma; \'apostrophe\' O\'Brien\'s 🍜 — 寿司'
 
 /** A valid full body; `over` replaces some fields. */
@@ -30,7 +31,7 @@ export const body = (over = {}) => ({
 
 /** A migrated database with `restaurants` generated rows loaded (0: empty); returns its URL. */
 export function profileDatabase (restaurants = 50) {
-  return migratedDatabase('profile', migrations, async (client) => {
+  return migratedDatabase(service, async (client) => {
     if (restaurants === 0) return
     const dir = await mkdtemp(join(tmpdir(), 'profile-'))
     try {

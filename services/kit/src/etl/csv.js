@@ -14,7 +14,7 @@ const QUOTE = 34
 /** Default bound on a record's length, in characters: 4 Mi (a 1 MiB menu, its quotes doubled, fits). */
 export const MAX_RECORD = 4 * 1024 * 1024
 /** Characters of a too-long record kept as its raw text (for the rejects file). */
-export const RAW_KEPT = 1000
+const RAW_KEPT = 1000
 
 // States of the scan that skips a too-long record (the grammar of parse(), without the text).
 const FIELD_START = 0

@@ -3,5 +3,6 @@ import { workerData } from 'node:worker_threads'
 import { runInThread } from './thread.js'
 
 const { etlModule, options } = workerData
+// By URL: the service that started this thread names its own data module.
 const { generate } = await import(etlModule)
 await runInThread(() => generate(options))

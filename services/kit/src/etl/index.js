@@ -1,9 +1,8 @@
 // The kit's ETL: CSV files streamed into PostgreSQL with COPY, checked row by row, swapped in atomically;
 // and a generator's rows streamed straight in (seedTable).
-export { CsvParser, parseCsv, MAX_RECORD } from './csv.js'
+export { CsvParser, parseCsv } from './csv.js'
 export { copyLine, pgTarget, pgliteTarget } from './copy.js'
 export { IdSet } from './idset.js'
-export { loadTables, formatSummary, LoadRefused, LOAD_DEFAULTS } from './load.js'
+export { loadTables, LoadRefused } from './load.js'
 export { seedTable } from './seed.js'
-export { createProgress } from './progress.js'
 export { prng, createOutput } from './generate.js'

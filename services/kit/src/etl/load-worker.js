@@ -6,6 +6,7 @@ import { connectionOptions } from '../pg.js'
 import { runInThread } from './thread.js'
 
 const { etlModule, databaseUrl, databasePassword, applicationName, dir, rejectsFile, progress, limits } = workerData
+// By URL: the service that started this thread names its own data module.
 const { load } = await import(etlModule)
 await runInThread(async () => {
   const client = new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName })

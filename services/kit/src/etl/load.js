@@ -33,7 +33,7 @@ const REJECTS_ALLOWED = 10
 // The swap asks for its locks with this lock_timeout, then lets readers run for the same time
 // before it asks again: a long reader (pg_dump) delays other readers by at most this much, instead
 // of making them queue behind the swap's DROP TABLE until their statement timeout.
-export const SWAP_LOCK_TIMEOUT_MS = 1000
+const SWAP_LOCK_TIMEOUT_MS = 1000
 
 /** The load did not swap: its input is not a plausible replacement, or it could not take its locks. Its message is one line. */
 export class LoadRefused extends Error {}
@@ -351,7 +351,7 @@ async function swapOnce (db, specs, lockTimeoutMs) {
   }
 }
 
-export function formatSummary ({ files, rejectsFile, seconds, phases }) {
+function formatSummary ({ files, rejectsFile, seconds, phases }) {
   const n = (x) => x.toLocaleString('en-US')
   const lines = ['', 'file            read        loaded      rejected  rejected by reason / fixed']
   for (const f of files) {

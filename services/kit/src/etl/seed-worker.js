@@ -6,6 +6,7 @@ import { connectionOptions } from '../pg.js'
 import { runInThread } from './thread.js'
 
 const { etlModule, databaseUrl, databasePassword, applicationName, options, progress } = workerData
+// By URL: the service that started this thread names its own data module.
 const { seed } = await import(etlModule)
 async function connect () {
   const client = new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName })

@@ -117,7 +117,7 @@ const seconds = (since) => Math.round((Date.now() - since) / 100) / 10
  * field as a 4-byte length (-1: NULL) and its bytes. int4 is 4 bytes big-endian; text is UTF-8;
  * jsonb is a version byte (1) and the JSON text, which the server parses.
  */
-export function binaryRows (types) {
+function binaryRows (types) {
   let buf = Buffer.allocUnsafe(CHUNK)
   let at = 0
   const room = (n) => {
