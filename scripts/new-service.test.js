@@ -50,14 +50,15 @@ test('Adding a service, as CONTRIBUTING.md says: the charts render it, skaffold 
   assert.equal(spawnSync(process.execPath, ['scripts/generate.js', '--check'], { cwd: copy }).status, 0, 'generated files fresh in the copy')
 
   // The charts of the copy: the umbrella deploys it, routes its path to it, and the TestRun chart runs it.
-  const objects = parse(template(umbrella(join(copy, 'charts')), ['--set', 'loadtest.enabled=true']))
+  const objects = parse(template(umbrella(join(copy, 'charts')), ['--set', 'loadtest.enabled=true', '--set', 'loadtest.run=r1']))
   const named = (kind) => objects.filter((o) => o.kind === kind).map((o) => o.metadata.name)
   for (const kind of ['Deployment', 'Service', 'ServiceMonitor', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'NetworkPolicy']) {
     assert.ok(named(kind).includes(`r-${NAME}`), `${kind} r-${NAME}: ${named(kind).join(', ')}`)
   }
   const paths = objects.find((o) => o.kind === 'Ingress').spec.rules[0].http.paths
   assert.ok(paths.some((p) => p.path.startsWith(`/${NAME}`) && p.backend.service.name === `r-${NAME}`), `the Ingress sends /${NAME} to it`)
-  assert.ok(objects.some((o) => o.kind === 'TestRun' && o.metadata.name.endsWith(`-${NAME}`)), 'a TestRun of its scenario')
+  const testRun = objects.find((o) => o.kind === 'TestRun')
+  assert.ok(testRun?.spec.runner.env.some((e) => e.name === 'SCENARIOS' && e.value.split(',').includes(NAME)), 'the TestRun runs its scenario')
   const skaffold = parse(readFileSync(join(copy, 'skaffold.yaml'), 'utf8'))[0]
   assert.ok(skaffold.build.artifacts.some((a) => a.image === `suite-${NAME}` && a.docker.buildArgs.SERVICE === NAME), 'skaffold builds its image')
   assert.ok(`{{.IMAGE_TAG_suite_${NAME}}}` === skaffold.deploy.helm.releases[0].setValueTemplates[`${NAME}.image.tag`], 'and deploys it')

@@ -15,7 +15,7 @@ const VALUE_SETS = {
   'external database and Redis': ['--set', 'postgresql.enabled=false,redis.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalRedis.host=cache.example.com,global.externalRedis.existingSecret=suite-cache'],
   'external database with a private CA': ['--set', 'postgresql.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalDatabase.caSecret=suite-db-ca,product.seed.enabled=true,profile.seed.enabled=true,menu.seed.enabled=true'],
   'Gateway API': ['--set', 'gateway.enabled=true,ingress.enabled=false'],
-  'load tests on': ['--set', 'loadtest.enabled=true'],
+  'load tests on': ['--set', 'loadtest.enabled=true', '--set', 'loadtest.run=r1'],
   'HPA off': each('autoscaling.enabled=false'),
   'RPS autoscaling': each('autoscaling.requestsPerSecond.enabled=true'),
   'dev values': ['-f', 'values-dev.yaml'],
@@ -159,10 +159,13 @@ test('external database and Redis: every service gets their URLs and the user\'s
   }
 })
 
-test('load tests on: the loadtest chart\'s TestRuns are part of the release', () => {
-  const docs = parse(render(VALUE_SETS['load tests on']))
-  assert.ok(docs.some((o) => o.kind === 'TestRun'), 'a TestRun')
-  assert.ok(!parse(render([])).some((o) => o.kind === 'TestRun'), 'no TestRun by default')
+test('load tests on: the scripts ship with the release, and a TestRun only once a run is asked for', () => {
+  const runs = parse(render(VALUE_SETS['load tests on'])).filter((o) => o.kind === 'TestRun')
+  assert.deepEqual(runs.map((o) => o.metadata.name), ['r-steady-r1'])
+  const enabledOnly = parse(render(['--set', 'loadtest.enabled=true']))
+  assert.ok(enabledOnly.some((o) => o.kind === 'ConfigMap' && o.metadata.name === 'r-loadtest-scripts'), 'the scripts')
+  assert.ok(!enabledOnly.some((o) => o.kind === 'TestRun'), 'no TestRun without loadtest.run')
+  assert.ok(!parse(render([])).some((o) => o.kind === 'TestRun' || o.metadata.name === 'r-loadtest-scripts'), 'nothing of the load tests by default')
 })
 
 // Paths of the original APIs and the service each must reach; and paths no service must get.

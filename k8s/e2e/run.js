@@ -192,7 +192,7 @@ const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'k6.io/v1alpha1
 /** Every object of the bundled mode (Bitnami's PostgreSQL and Redis included) passes a server-side dry-run under "restricted". */
 function bundledDryRun () {
   // A release name without a dot: the Bitnami charts cannot take one (the chart refuses it).
-  const yaml = run('helm', ['template', 'suite', chartDir, '-n', `${NS}-bundled`, ...API_VERSIONS, '--set', 'loadtest.enabled=true']).stdout
+  const yaml = run('helm', ['template', 'suite', chartDir, '-n', `${NS}-bundled`, ...API_VERSIONS, '--set', 'loadtest.enabled=true', '--set', 'loadtest.run=e2e']).stdout
   const r = kubectl(['apply', '--dry-run=server', '-n', `${NS}-bundled`, '-f', '-'], { input: yaml, ok: true })
   const violations = r.stderr.split('\n').filter((l) => /PodSecurity/.test(l))
   if (r.code !== 0 || violations.length) throw new Error(`bundled mode, server-side dry-run in a restricted namespace:\n${violations.join('\n') || r.stderr}`)
@@ -299,7 +299,24 @@ async function routes (host) {
 // GET /flows answers an array of totals, or a page of them ({ items, next }).
 const rows = (body) => (Array.isArray(body) ? body : body.items ?? body.results ?? [])
 
+/**
+ * Waits until the proxy routes each service's path on `host`: Traefik learns of new endpoints from its
+ * watch, throttled, a few seconds after helm's --wait saw the pods Ready, and until then answers 503
+ * "no available server". Returns the seconds it took.
+ */
+async function served (host) {
+  const started = Date.now()
+  const paths = ['/products?count=1', '/restaurants/1', '/menu/1', `/flows?hour=${FLOW_HOUR}`]
+  await waitFor(`every service routed on ${host}`, async () => {
+    for (const path of paths) if ((await http(INGRESS_URL, { host, path })).status !== 200) return false
+    return true
+  }, 120, 500)
+  return (Date.now() - started) / 1000
+}
+
 async function routesAll () {
+  const waited = [await served(INGRESS_HOST), gatewayName ? await served(GATEWAY_HOST) : 0]
+  if (Math.max(...waited) > 1) notes.push(`the proxy routed every service ${Math.max(...waited).toFixed(1)} s after the install was Ready (endpoints reach Traefik through its watch)`)
   const out = [`Ingress (${INGRESS_HOST}): ${await routes(INGRESS_HOST)} checks`]
   if (gatewayName) out.push(`HTTPRoute via Gateway ${gatewayNs}/${gatewayName} (${GATEWAY_HOST}): ${await routes(GATEWAY_HOST)} checks`)
   else notes.push('Gateway API: no E2E_GATEWAY, so the HTTPRoute was rendered and validated only (charts/test), not served')
@@ -425,12 +442,22 @@ async function hpa () {
   return `product 1 → ${scaled.desiredReplicas} replicas: decided after ${seconds} s of load, second pod Ready after ${ready} s`
 }
 
-/** The TestRuns the loadtest chart makes are valid for the installed k6-operator CRD (nothing runs them here). */
+/**
+ * The TestRun of each mode is valid for the installed k6-operator CRD (nothing runs it here), and the
+ * release makes none until a run is asked for.
+ */
 function testRuns () {
-  const yaml = run('helm', ['template', RELEASE, chartDir, '-n', NS, ...API_VERSIONS, ...helmValues(['--set', 'loadtest.enabled=true']), '--show-only', 'charts/loadtest/templates/testruns.yaml']).stdout
-  const r = kubectl(['apply', '--dry-run=server', '-n', NS, '-f', '-'], { input: yaml })
+  const template = (...sets) => run('helm', ['template', RELEASE, chartDir, '-n', NS, ...API_VERSIONS, ...helmValues(['--set', 'loadtest.enabled=true', ...sets.flatMap((s) => ['--set', s])])]).stdout
+  if (/^kind: TestRun$/m.test(template())) throw new Error('a TestRun is rendered without loadtest.run')
+  const accepted = []
+  for (const mode of ['steady', 'ladder', 'matrix']) {
+    const yaml = template(`loadtest.mode=${mode}`, 'loadtest.run=e2e').split(/^---$/m).filter((doc) => /^kind: TestRun$/m.test(doc))
+    if (yaml.length !== 1) throw new Error(`${mode}: ${yaml.length} TestRuns rendered, 1 expected`)
+    const r = kubectl(['apply', '--dry-run=server', '-n', NS, '-f', '-'], { input: yaml[0] })
+    accepted.push(r.stdout.trim().replace(/^testrun\.k6\.io\//, '').replace(/ created \(server dry run\)$/, ''))
+  }
   notes.push('k6 TestRuns: accepted by the API server (dry-run) only; no k6-operator or k6 runner image here')
-  return `${r.stdout.trim().split('\n').length} TestRuns accepted (server-side dry-run)`
+  return `none without loadtest.run; one per run in each mode, accepted (server-side dry-run): ${accepted.join(', ')}`
 }
 
 /** helm uninstall leaves nothing of the release: no Pods, Jobs, Secrets, ConfigMaps… */
@@ -455,8 +482,9 @@ async function reinstall () {
   }, 120)
   const kept = rows(total.body).reduce((s, r) => s + Number(r.bytes_tx), 0)
   if (kept !== flowsAcknowledged) throw new Error(`after reinstall: ${kept} flows in the totals, ${flowsAcknowledged} acknowledged before`)
+  const waited = await served(INGRESS_HOST)
   await routes(INGRESS_HOST)
-  return `installed again on the same database: the ${kept} acknowledged writes are there, every route answers`
+  return `routed ${waited.toFixed(1)} s after helm --wait; installed again on the same database: the ${kept} acknowledged writes are there, every route answers`
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -221,18 +221,61 @@ export function scenario (service, env = {}) {
 }
 
 /**
- * The k6 options of the scenarios in `services` (a k6 script's `options`), from `env`:
+ * The k6 scenarios one run is made of, in order: { name, service, env } — `env` with the settings of
+ * that one scenario. PLAN=run (default): each service once, all at once, named by the service.
+ * PLAN=ladder: each service at every rate of STEPS (comma-separated), STEP_SECONDS each and
+ * PAUSE_SECONDS apart, one service's ladder after the other's; named <service>_<rate>rps. PLAN=matrix:
+ * fixed work (EXECUTOR=iterations) REPEAT times, each cut at SLOT_SECONDS, one after another; named
+ * <service>_run<n>. One k6 process runs the whole plan, so a cluster needs one runner for it rather
+ * than one per step (the chart's TestRun).
+ */
+export function runPlan (env, services) {
+  const plan = env.PLAN || 'run'
+  const number = (name, fallback) => {
+    const v = Number(env[name] ?? fallback)
+    if (!(v > 0)) throw new Error(`${name} must be a number above 0 (got "${env[name]}")`)
+    return v
+  }
+  const one = (service, name, at, own) => {
+    const prefix = `${service.toUpperCase()}_`
+    return { name, service, env: { ...env, ...Object.fromEntries(Object.entries({ ...own, START_TIME: `${at}s` }).map(([k, v]) => [prefix + k, String(v)])) } }
+  }
+  if (plan === 'run') return services.map((service) => ({ name: service, service, env }))
+  if (plan === 'ladder') {
+    const steps = String(env.STEPS ?? '1,10,100,1000').split(',').map((r) => Number(r.trim()))
+    if (steps.some((r) => !(r > 0))) throw new Error(`STEPS must list rates above 0 (got "${env.STEPS}")`)
+    const step = number('STEP_SECONDS', 60)
+    const slot = step + number('PAUSE_SECONDS', 30)
+    return services.flatMap((service, i) => steps.map((rate, j) =>
+      one(service, `${service}_${rate}rps`, (i * steps.length + j) * slot, { RATE: rate, DURATION: `${step}s` })))
+  }
+  if (plan === 'matrix') {
+    const repeat = number('REPEAT', 5)
+    const slot = number('SLOT_SECONDS', 180)
+    return services.flatMap((service, i) => Array.from({ length: repeat }, (_, j) =>
+      one(service, `${service}_run${j + 1}`, (i * repeat + j) * slot, { EXECUTOR: 'iterations', DURATION: `${slot}s` })))
+  }
+  throw new Error(`PLAN must be run, ladder or matrix (got "${plan}")`)
+}
+
+/**
+ * The k6 options of the scenarios in `services` (a k6 script's `options`), from `env`, as runPlan
+ * lays them out. Each scenario:
  * EXECUTOR=rate (default): constant-arrival-rate, RATE iterations per second for DURATION whatever
  * the latency — an open loop, so a slow target cannot lower the load it gets (VUs + sleep sends less
  * when the target slows, and more than meant when it is fast: the journal's "1K" that was 2.4K).
  * EXECUTOR=iterations: ITERATIONS in total over VUS connections, as fast as they go — fixed work
- * timed, the method of the scale-out matrix (seed 003). START_TIME delays a scenario (the chart's
- * ladder runs its steps one after another this way). The thresholds are the SLOs.
+ * timed, the method of the scale-out matrix (seed 003). START_TIME delays a scenario. The thresholds
+ * are the SLOs, per scenario (a ladder's step breaks on its own). With TESTID set, each scenario tags
+ * its samples testid=<TESTID>-<name> (a scenario's tags win over the run's --tag), so that a
+ * dashboard tells a ladder's steps apart.
  */
 export function k6Options (env, services) {
-  const scenarioOf = (service) => {
+  const plan = runPlan(env, services)
+  const scenarioOf = ({ name, service, env }) => {
     const s = settings(env, service)
     const common = { exec: service, startTime: s.get('START_TIME', '0s'), gracefulStop: '5s' }
+    if (env.TESTID) common.tags = { testid: `${env.TESTID}-${name.replaceAll('_', '-')}` }
     if (s.get('EXECUTOR', 'rate') === 'iterations') {
       return { ...common, executor: 'shared-iterations', vus: s.number('VUS', 32), iterations: s.number('ITERATIONS', 10000), maxDuration: s.get('DURATION', '10m') }
     }
@@ -250,8 +293,8 @@ export function k6Options (env, services) {
       maxVUs
     }
   }
-  const thresholdsOf = (service) => {
-    const tag = `{scenario:${service}}`
+  const thresholdsOf = ({ name, service, env }) => {
+    const tag = `{scenario:${name}}`
     const o = slo(env, service)
     const t = {
       [`http_req_duration${tag}`]: [`p(95)<=${o.p95Ms}`, `p(99)<=${o.p99Ms}`],
@@ -262,8 +305,8 @@ export function k6Options (env, services) {
     return t
   }
   return {
-    scenarios: Object.fromEntries(services.map((s) => [s, scenarioOf(s)])),
-    thresholds: Object.assign({}, ...services.map(thresholdsOf)),
+    scenarios: Object.fromEntries(plan.map((p) => [p.name, scenarioOf(p)])),
+    thresholds: Object.assign({}, ...plan.map(thresholdsOf)),
     summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
     // Bodies are received in full but not kept: the generator's CPU goes to sending.
     discardResponseBodies: true,

@@ -148,3 +148,26 @@ test('settings: per scenario before global, numbers checked by name, SLOs and in
   assert.equal(slo({ MENU_P99_MS: '300' }, 'menu').p99Ms, 300)
   assert.deepEqual([maxInFlight({}, 'menu', 1), maxInFlight({}, 'menu', 500), maxInFlight({}, 'menu', 1e5), maxInFlight({ MAX_VUS: '64' }, 'menu', 1e5)], [20, 500, 2000, 64])
 })
+
+test('a run plan: a ladder\'s steps and a matrix\'s repeats are scenarios of one k6 run, one after another, each with its own SLOs and testid', async () => {
+  const ladder = k6Options({ PLAN: 'ladder', STEPS: '1,10,100', STEP_SECONDS: '20', PAUSE_SECONDS: '10', TESTID: 'lt-ladder-a', MENU_IDS: '1-9' }, ['product', 'menu'])
+  assert.deepEqual(Object.keys(ladder.scenarios), ['product_1rps', 'product_10rps', 'product_100rps', 'menu_1rps', 'menu_10rps', 'menu_100rps'])
+  assert.deepEqual(Object.values(ladder.scenarios).map((s) => [s.exec, s.rate, s.duration, s.startTime]), [
+    ['product', 1, '20s', '0s'], ['product', 10, '20s', '30s'], ['product', 100, '20s', '60s'],
+    ['menu', 1, '20s', '90s'], ['menu', 10, '20s', '120s'], ['menu', 100, '20s', '150s']
+  ])
+  assert.equal(ladder.scenarios.menu_10rps.tags.testid, 'lt-ladder-a-menu-10rps')
+  assert.deepEqual(ladder.thresholds['dropped_iterations{scenario:product_100rps}'], [`rate<=${100 * SLO.maxDropped}`])
+  assert.deepEqual(ladder.thresholds['http_req_duration{scenario:menu_1rps}'], [`p(95)<=${SLO.p95Ms}`, `p(99)<=${SLO.p99Ms}`])
+  const matrix = k6Options({ PLAN: 'matrix', REPEAT: '3', SLOT_SECONDS: '100', ITERATIONS: '500', VUS: '4' }, ['flows'])
+  assert.deepEqual(Object.values(matrix.scenarios).map((s) => [s.executor, s.iterations, s.vus, s.maxDuration, s.startTime, s.tags]),
+    [1, 2, 3].map((n) => ['shared-iterations', 500, 4, '100s', `${(n - 1) * 100}s`, undefined]))
+  assert.deepEqual(Object.keys(matrix.scenarios), ['flows_run1', 'flows_run2', 'flows_run3'])
+  assert.equal(matrix.thresholds['dropped_iterations{scenario:flows_run1}'], undefined)
+  // The chart's one TestRun per run loads suite.js with the plan in its environment.
+  const suite = await load('suite', { SCENARIOS: 'profile', PLAN: 'ladder', STEPS: '5,50' })
+  assert.deepEqual(Object.keys(suite.options.scenarios), ['profile_5rps', 'profile_50rps'])
+  assert.throws(() => k6Options({ PLAN: 'soak' }, ['menu']), /PLAN must be run, ladder or matrix/)
+  assert.throws(() => k6Options({ PLAN: 'ladder', STEPS: '1,x' }, ['menu']), /STEPS must list rates above 0/)
+  assert.throws(() => k6Options({ PLAN: 'matrix', REPEAT: '0' }, ['menu']), /REPEAT must be a number above 0/)
+})

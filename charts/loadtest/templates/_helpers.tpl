@@ -31,17 +31,20 @@ chart names it (`<release>-<service>`, or the release name alone when it contain
 {{- end -}}
 
 {{/*
-One TestRun. Arguments: root, scenario (a script of loadtests/k6), name (also the testid),
-component (steady, ladder or matrix), env (this run's settings: RATE, DURATION, START_TIME…).
+The TestRun of a run. Arguments: root, name (also the run's testid), component (the mode),
+env (the plan's settings, scenarios.js's names: SCENARIOS, PLAN, <SERVICE>_BASE_URL…).
+The initializer gets the same env: it evaluates the script's options (`k6 inspect`) to check the
+run's VUs against `parallelism`, and without them it would see other options than the runners.
 */}}
 {{- define "loadtest.testRun" -}}
 {{- $v := .root.Values -}}
-{{- $env := merge (dict) .env (index $v.scenarios .scenario).env (dict
-  "BASE_URL" (include "loadtest.target" (dict "root" .root "service" .scenario))
+{{- $env := merge (dict) .env (dict
   "P95_MS" (toString $v.slo.p95Ms) "P99_MS" (toString $v.slo.p99Ms) "ERROR_RATE" (toString $v.slo.errorRate)
   "K6_PROMETHEUS_RW_SERVER_URL" $v.prometheus.remoteWriteUrl
   "K6_PROMETHEUS_RW_PUSH_INTERVAL" $v.prometheus.pushInterval
   "K6_PROMETHEUS_RW_TREND_STATS" $v.prometheus.trendStats) -}}
+{{- $envList := list -}}
+{{- range $k, $val := $env }}{{ $envList = append $envList (dict "name" $k "value" ($val | toString)) }}{{ end -}}
 {{- $tmp := dict "volumes" (list (dict "name" "tmp" "emptyDir" (dict "sizeLimit" "64Mi"))) "volumeMounts" (list (dict "name" "tmp" "mountPath" "/tmp")) -}}
 apiVersion: k6.io/v1alpha1
 kind: TestRun
@@ -50,7 +53,7 @@ metadata:
   labels:
     {{- include "loadtest.labels" .root | nindent 4 }}
     app.kubernetes.io/component: {{ .component }}
-    suite/scenario: {{ .scenario }}
+    suite/run: {{ $v.run | quote }}
 spec:
   parallelism: {{ $v.parallelism }}
   {{- with $v.cleanup }}
@@ -59,11 +62,13 @@ spec:
   script:
     configMap:
       name: {{ include "loadtest.fullname" .root }}-scripts
-      file: {{ .scenario }}.js
+      file: suite.js
   arguments: --no-usage-report -o experimental-prometheus-rw --tag testid={{ .name }}
   initializer:
     image: {{ $v.image }}
     imagePullPolicy: {{ $v.imagePullPolicy }}
+    env:
+      {{- toYaml $envList | nindent 6 }}
     resources:
       {{- toYaml $v.initializerResources | nindent 6 }}
     securityContext:
@@ -72,6 +77,10 @@ spec:
       {{- toYaml $v.securityContext | nindent 6 }}
     {{- toYaml $tmp | nindent 4 }}
   starter:
+    {{- with $v.starterImage }}
+    image: {{ . }}
+    imagePullPolicy: {{ $v.imagePullPolicy }}
+    {{- end }}
     resources:
       {{- toYaml $v.initializerResources | nindent 6 }}
     securityContext:
@@ -89,10 +98,7 @@ spec:
         {{- toYaml . | nindent 8 }}
         {{- end }}
     env:
-      {{- range $k, $val := $env }}
-      - name: {{ $k }}
-        value: {{ $val | toString | quote }}
-      {{- end }}
+      {{- toYaml $envList | nindent 6 }}
       {{- with $v.extraEnv }}
       {{- toYaml . | nindent 6 }}
       {{- end }}

@@ -155,10 +155,11 @@ test('event-loop lag is a cumulative histogram: a stall stays in every later scr
     }
     await get(svc.url, '/busy?ms=600') // one stall of 600 ms
     const first = await slow()
-    const second = await slow() // a second scraper, right after
+    await sleep(200) // a sample every 10 ms, however loaded the machine: some come in meanwhile
+    const second = await slow() // a second scraper
     assert.ok(first.above >= 1, `the stall is counted: ${JSON.stringify(first)}`)
     assert.ok(second.above >= first.above, `…and still there for the next scraper: ${JSON.stringify(second)}`)
-    assert.ok(second.count > first.count - 1 && first.count > 10, `samples keep adding up: ${first.count} then ${second.count}`)
+    assert.ok(second.count > first.count, `samples keep adding up: ${first.count} then ${second.count}`)
   } finally {
     await svc.stop()
   }
