@@ -36,6 +36,10 @@ const COMMANDS = [
     [['--duration', '0'], /^bench: --duration must be a whole number ≥ 1 \(got "0"\)$/],
     [['extra'], /^bench: Unexpected argument 'extra'/]
   ]],
+  ['scripts/bench-compare.js', 'bench:compare', [
+    [['--base', 'no-such-commit'], /^bench:compare: --base no-such-commit names no commit of this repository$/],
+    [['--only', 'nope'], /^bench:compare: --only must be a comma-separated list of product, profile, menu, flows/]
+  ]],
   ['scripts/bench-etl.js', 'bench:etl', [
     [['--service', 'flows'], /^bench:etl: --service must be one of product, menu, profile \(got "flows"\)$/],
     [['--size', '-1'], /^bench:etl: Option '--size' argument is ambiguous\./]

@@ -3,8 +3,12 @@
 // the end of the same run; the service with its cache and, as a second instance, without it
 // (CACHE_ENABLED=false: every request a query); each case measured alone; one table whose every RPS
 // is a ratio to that baseline — the machine is shared and noisy, ratios in one run are what hold.
+// A case marked `sameBytes` is also measured against bare Fastify sending the very bytes it sent
+// (hello.js with BODIES), right before it, on the same sample of paths: the kit's own cost.
 import { fileURLToPath } from 'node:url'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { startPostgres, startRedis, startService, get, metric } from '@suite/kit/testing'
@@ -13,6 +17,7 @@ import { attack } from '../../loadtests/lib/vegeta.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const RATE_CONNECTIONS = 64 // fixed-rate cases: requests in flight at most (vegeta's workers)
+const SAME_BYTES_SAMPLE = 1000 // paths drawn from a sameBytes case, fetched once, then both sides draw from them
 
 /**
  * @param {object} o
@@ -22,54 +27,52 @@ const RATE_CONNECTIONS = 64 // fixed-rate cases: requests in flight at most (veg
  * @param {number[]} [o.baselineConnections]  the baseline at each of these (default: connections)
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
  *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | request(), rate?,
- *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics) };
+ *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics),
+ *   sameBytes? (a GET case: also measured on a sample of its paths against bare Fastify sending the
+ *   same bytes) };
  *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
-export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, cases }) {
+export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, cases, base }) {
   const say = (m) => process.stderr.write(`bench ${service}: ${m}\n`)
   say('starting PostgreSQL and Redis')
   const pgServer = await startPostgres({ settings: { shared_buffers: '512MB', max_wal_size: '4GB' } })
   const redis = await startRedis()
   const running = []
   try {
-    const dbUrl = await pgServer.createDatabase('bench')
-    const db = new pg.Client({ connectionString: dbUrl })
-    await db.connect()
-    await migrate(db, { name: service, migrations: `${root}services/${service}/migrations` })
-    if (dataset) {
-      const etl = await import(`${root}services/${service}/etl/index.js`)
-      const dir = `${root}.data/bench-${service}-${dataset.size}`
-      if (!existsSync(`${dir}/manifest.json`)) {
-        say(`generating ${dataset.size} ${dataset.count} into ${dir}`)
-        await etl.generate({ out: dir, [dataset.count]: dataset.size, seed: 1 })
+    // This tree's service, and with `base` ({ root, label }: another commit's checkout, bench-compare.js)
+    // that one's too, each on a database of its own (its own migrations and loader) in the same
+    // PostgreSQL, and a Redis database of its own in the same Redis.
+    const trees = base ? [{ root, label: 'this tree' }, base] : [{ root }]
+    const baseline = await startService({ entry: `${root}scripts/bench/hello.js` })
+    running.push(baseline)
+    const lists = []
+    for (const [i, tree] of trees.entries()) {
+      const dbUrl = await pgServer.createDatabase(`bench${i}`)
+      const db = new pg.Client({ connectionString: dbUrl })
+      await db.connect()
+      try {
+        await migrate(db, { name: service, migrations: `${tree.root}services/${service}/migrations` })
+        if (dataset) await loadDataset(db, tree.root, service, dataset, say)
+        const cli = `${tree.root}services/${service}/src/cli.js`
+        const env = { DATABASE_URL: dbUrl, REDIS_URL: `${redis.url}/${i}`, WORKERS: String(workers), LOG_LEVEL: 'error' }
+        const [cached, plain] = await Promise.all([
+          startService({ entry: cli, env }),
+          uncached ? startService({ entry: cli, env: { ...env, CACHE_ENABLED: 'false' } }) : null
+        ])
+        running.push(cached, plain)
+        lists.push(await cases({ db, baseline, cached, uncached: plain, redis, connections }))
+      } finally {
+        await db.end()
       }
-      say('loading')
-      await etl.load({ db: pgTarget(db), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
-      // Measure the steady state, not the load's aftermath: autovacuum would visit the new tables and
-      // the checkpointer flush the loaded pages in the middle of a case; and a cold cache would time
-      // the disk (COPY bypasses shared_buffers): the working set goes into memory first, as it would
-      // be in a database that has served for a while.
-      await db.query('VACUUM')
-      await db.query('CHECKPOINT')
-      await db.query('CREATE EXTENSION IF NOT EXISTS pg_prewarm')
-      await db.query(`SELECT pg_prewarm(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')`)
     }
-    const cli = `${root}services/${service}/src/cli.js`
-    const env = { DATABASE_URL: dbUrl, REDIS_URL: redis.url, WORKERS: String(workers), LOG_LEVEL: 'error' }
-    const [baseline, cached, plain] = await Promise.all([
-      startService({ entry: `${root}scripts/bench/hello.js` }),
-      startService({ entry: cli, env }),
-      uncached ? startService({ entry: cli, env: { ...env, CACHE_ENABLED: 'false' } }) : null
-    ])
-    running.push(baseline, cached, plain)
-    let list
-    try {
-      list = await cases({ db, baseline, cached, uncached: plain, redis, connections })
-    } finally {
-      await db.end()
-    }
+    // Compared: each case on the base, then the same on this tree, its RPS a ratio to the base's.
+    let list = base
+      ? lists[0].flatMap((c, k) => {
+          const b = { ...lists[1][k], name: `${lists[1][k].name} (${base.label})`, sameBytes: undefined }
+          return [b, { ...c, name: `${c.name} (this tree)`, sameBytes: undefined, pairOf: b.name }]
+        })
+      : await withSameBytes(lists[0], running)
     const hello = (label) => baselineConnections.map((conn) =>
       ({ name: `bare Fastify GET /hello (${label})`, url: baseline.url, path: () => '/hello', connections: conn, baseline: true }))
     list = [...hello('baseline'), ...list, ...hello('baseline, again')]
@@ -87,8 +90,69 @@ export async function runBench ({ service, dataset, uncached = false, duration =
   }
 }
 
+/**
+ * Each sameBytes case becomes two, measured one after the other on the same SAME_BYTES_SAMPLE paths
+ * drawn from it: bare Fastify answering each path with the bytes the service sent for it, then the
+ * service. The service answered each path once already (its cache is warm for them).
+ */
+async function withSameBytes (list, running) {
+  const pairs = list.filter((c) => c.sameBytes)
+  if (!pairs.length) return list
+  const bodies = {}
+  const samples = new Map()
+  for (const c of pairs) {
+    const sample = [...new Set(Array.from({ length: SAME_BYTES_SAMPLE }, () => c.path()))]
+    samples.set(c, sample)
+    for (let i = 0; i < sample.length; i += 50) {
+      await Promise.all(sample.slice(i, i + 50).map(async (path) => {
+        const res = await fetch(c.url + path)
+        bodies[path] = { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()).toString('base64') }
+      }))
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'bench-bodies-'))
+  let same
+  try {
+    writeFileSync(join(dir, 'bodies.json'), JSON.stringify(bodies))
+    same = await startService({ entry: `${root}scripts/bench/hello.js`, env: { BODIES: join(dir, 'bodies.json') } })
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  running.push(same)
+  return list.flatMap((c) => {
+    if (!c.sameBytes) return [c]
+    const sample = samples.get(c)
+    const bytes = sample.reduce((n, p) => n + Buffer.byteLength(bodies[p].body, 'base64'), 0) / sample.length
+    const name = `${c.name} — ${sample.length} of its paths`
+    const baseName = `bare Fastify, the same bytes (${Math.round(bytes).toLocaleString('en-US')} B mean) — ${sample.length} paths`
+    const path = () => sample[Math.floor(Math.random() * sample.length)]
+    return [c, { ...c, name: baseName, url: same.url, path, sameBytes: undefined, sameBytesBase: true }, { ...c, name, path, sameBytes: undefined, pairOf: baseName }]
+  })
+}
+
+/** The service's generated data set (generated once into .data/), loaded by that tree's loader and made resident. */
+async function loadDataset (db, tree, service, dataset, say) {
+  const etl = await import(`${tree}services/${service}/etl/index.js`)
+  const dir = `${root}.data/bench-${service}-${dataset.size}`
+  if (!existsSync(`${dir}/manifest.json`)) {
+    say(`generating ${dataset.size} ${dataset.count} into ${dir}`)
+    await etl.generate({ out: dir, [dataset.count]: dataset.size, seed: 1 })
+  }
+  say('loading')
+  await etl.load({ db: pgTarget(db), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
+  // Measure the steady state, not the load's aftermath: autovacuum would visit the new tables and
+  // the checkpointer flush the loaded pages in the middle of a case; and a cold cache would time
+  // the disk (COPY bypasses shared_buffers): the working set goes into memory first, as it would
+  // be in a database that has served for a while.
+  await db.query('VACUUM')
+  await db.query('CHECKPOINT')
+  await db.query('CREATE EXTENSION IF NOT EXISTS pg_prewarm')
+  await db.query(`SELECT pg_prewarm(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')`)
+}
+
 async function measure (c, { service, duration, connections }) {
-  const row = { service, case: c.name, connections: c.connections ?? connections, baseline: c.baseline }
+  const row = { service, case: c.name, connections: c.connections ?? connections, baseline: c.baseline, pairOf: c.pairOf }
   if (c.rate) {
     // Open loop at a fixed rate (vegeta): latency as clients arriving on their own see it, the
     // target's queueing included; `groups` (path → name) also gives percentiles per group of paths
@@ -133,7 +197,8 @@ const fmt = (n, d = 0) => (n === undefined || Number.isNaN(n) ? '' : n.toLocaleS
 
 /**
  * One markdown table of rows from any benchmarks: each RPS as a ratio to the mean of its own run's
- * baseline rows at the same connection count (none for a fixed-rate case: its RPS is the rate).
+ * baseline rows at the same connection count (none for a fixed-rate case: its RPS is the rate), and
+ * a sameBytes case's to bare Fastify sending its bytes.
  */
 export function table (rows) {
   const baseOf = (r) => {
@@ -141,13 +206,14 @@ export function table (rows) {
     return b.reduce((a, x) => a + x.rps, 0) / b.length
   }
   const out = [
-    '| service | case | conn | RPS | p50 ms | p99 ms | RPS / baseline | non-2xx | errors | notes |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |'
+    '| service | case | conn | RPS | p50 ms | p99 ms | RPS / baseline | RPS / pair | non-2xx | errors | notes |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |'
   ]
   for (const r of rows) {
     const notes = Object.entries(r.counters ?? {}).map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) || v >= 100 ? 0 : 1)}`).join(', ')
     const ratioToBase = r.rate ? `- (fixed ${fmt(r.rate)}/s)` : fmt(r.rps / baseOf(r), 2)
-    out.push(`| ${r.service} | ${r.case} | ${r.rate ? `≤${r.connections}` : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${r.non2xx} | ${r.errors} | ${notes} |`)
+    const same = r.pairOf && rows.find((x) => x.service === r.service && x.case === r.pairOf)
+    out.push(`| ${r.service} | ${r.case} | ${r.rate ? `≤${r.connections}` : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${same ? fmt(r.rps / same.rps, 2) : ''} | ${r.non2xx} | ${r.errors} | ${notes} |`)
   }
   return out.join('\n')
 }
@@ -159,6 +225,12 @@ export function table (rows) {
 export async function warm (url, paths) {
   let next = 0
   await attack({ draw: () => ({ method: 'GET', path: paths[next++] }), classify: () => ({ name: 'warm', expected: () => true }), baseUrls: [url], requests: paths.length, workers: 50 })
+}
+
+/** Each sameBytes case's RPS as a share of bare Fastify sending the same bytes: [case, share]. */
+export function sameBytesShares (rows, service) {
+  return rows.filter((r) => r.service === service && r.pairOf)
+    .map((r) => [r.case, r.rps / rows.find((x) => x.service === service && x.case === r.pairOf).rps])
 }
 
 /** A random element of a list. */

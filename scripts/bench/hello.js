@@ -1,7 +1,20 @@
-// The baseline of `npm run bench`: bare Fastify, one thread, one route, no kit.
+// The baselines of `npm run bench`: bare Fastify, one thread, no kit. GET /hello; and, with BODIES
+// (a JSON file: path → { status, type, body (base64) }), each of those paths answered with exactly
+// the bytes and content type the measured service sent for it, from a Buffer: what the same answer
+// costs with nothing but Fastify in the way.
 import Fastify from 'fastify'
+import { readFileSync } from 'node:fs'
 
 const app = Fastify()
 app.get('/hello', async () => ({ hello: 'world' }))
 app.get('/readyz', async () => ({ status: 'ready' }))
+if (process.env.BODIES) {
+  const bodies = new Map(Object.entries(JSON.parse(readFileSync(process.env.BODIES, 'utf8')))
+    .map(([path, a]) => [path, { status: a.status, type: a.type, body: Buffer.from(a.body, 'base64') }]))
+  app.get('/*', (request, reply) => {
+    const a = bodies.get(request.url)
+    if (!a) return reply.code(404).send()
+    return reply.code(a.status).type(a.type).send(a.body)
+  })
+}
 await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) })

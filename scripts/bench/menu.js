@@ -15,7 +15,7 @@ export function run ({ menus = defaults.menus, ...opts }) {
       await warm(cached.url, Array.from({ length: menus }, (_, i) => `/menu/${i + 1}`))
       const over = menus.toLocaleString('en-US')
       return [
-        { name: `cached GET /menu/:id, uniform over ${over}`, url: cached.url, path: uniform },
+        { name: `cached GET /menu/:id, uniform over ${over}`, url: cached.url, path: uniform, sameBytes: true },
         { name: `uncached GET /menu/:id, uniform over ${over}`, url: uncached.url, path: uniform }
       ]
     }

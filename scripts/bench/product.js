@@ -30,7 +30,7 @@ export function run ({ products = defaults.products, ...opts }) {
       const deepest = `/products?page=${lastPage}&count=5`
       let turn = 0
       return [
-        ...Object.entries(routes).map(([name, path]) => ({ name: `cached ${name}`, url: cached.url, path: () => path(hot) })),
+        ...Object.entries(routes).map(([name, path]) => ({ name: `cached ${name}`, url: cached.url, path: () => path(hot), sameBytes: true })),
         ...Object.entries(routes).map(([name, path]) => ({ name: `uncached ${name}`, url: uncached.url, path: () => path(ids) })),
         { name: 'bare Fastify GET /hello at 1K RPS (the latency floor)', url: baseline.url, path: () => '/hello', rate: 1000 },
         { name: 'uncached products/:id/styles at 1K RPS', url: uncached.url, path: () => routes['products/:id/styles'](ids), rate: 1000 },

@@ -26,8 +26,8 @@ export function run ({ restaurants = defaults.restaurants, ...opts }) {
         return { method: i % 2 ? 'PATCH' : 'PUT', path: `/restaurants/${pick(ids)}`, body }
       }
       return [
-        { name: 'cached GET /restaurants/:id (75% on 20 hot ids)', url: cached.url, path: () => `/restaurants/${mix()}` },
-        { name: 'cached GET /restaurants/:id/profile (same mix)', url: cached.url, path: () => `/restaurants/${mix()}/profile` },
+        { name: 'cached GET /restaurants/:id (75% on 20 hot ids)', url: cached.url, path: () => `/restaurants/${mix()}`, sameBytes: true },
+        { name: 'cached GET /restaurants/:id/profile (same mix)', url: cached.url, path: () => `/restaurants/${mix()}/profile`, sameBytes: true },
         { name: 'uncached GET /restaurants/:id (same mix)', url: uncached.url, path: () => `/restaurants/${mix()}` },
         { name: 'PUT/PATCH mix (uniform ids)', url: cached.url, request: write }
       ]
