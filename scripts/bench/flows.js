@@ -37,7 +37,7 @@ export function run (opts) {
         post('spread', spread, 32),
         post('hot', hot, 256),
         post('spread', spread, 256),
-        { name: 'GET /flows?hour=N (100 keys)', url: flows.url, path: () => `/flows?hour=${GET_HOUR}`, sameBytes: true }
+        { name: 'GET /flows?hour=N (100 keys)', url: flows.url, path: () => `/flows?hour=${GET_HOUR}` }
       ]
     }
   })

@@ -69,8 +69,14 @@ export async function runBench ({ service, dataset, uncached = false, duration =
     // Compared: each case on the base, then the same on this tree, its RPS a ratio to the base's.
     let list = base
       ? lists[0].flatMap((c, k) => {
-          const b = { ...lists[1][k], name: `${lists[1][k].name} (${base.label})`, sameBytes: undefined }
-          return [b, { ...c, name: `${c.name} (this tree)`, sameBytes: undefined, pairOf: b.name }]
+          const label = (x, tree) => ({
+            ...x,
+            name: `${x.name} (${tree})`,
+            sameBytes: undefined,
+            ...(x.groups && { groups: Object.fromEntries(Object.entries(x.groups).map(([path, name]) => [path, `${name} (${tree})`])) })
+          })
+          const b = label(lists[1][k], base.label)
+          return [b, { ...label(c, 'this tree'), pairOf: b.name }]
         })
       : await withSameBytes(lists[0], running)
     const hello = (label) => baselineConnections.map((conn) =>

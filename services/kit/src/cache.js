@@ -8,6 +8,8 @@
 //     CACHE_BREAKER_OPEN_MS finds it back;
 //   - bounded: an answer above CACHE_MAX_ENTRY_BYTES is not cached; the in-process cache holds at
 //     most CACHE_MEMORY_MAX_BYTES per worker, each entry at most CACHE_MEMORY_TTL_MS;
+//   - near cache: with Redis, its answers are also kept in the worker (CACHE_NEAR_MAX_BYTES) and
+//     Redis's client-side caching invalidates them, so a hit costs no round trip (nearCache below);
 //   - no stale read after a write: a document may carry a version (a counter its table bumps on
 //     every write). After committing, a writer calls invalidate(key, newVersion), which leaves a
 //     tombstone holding that version; a load that read an older row can no longer store it, and a
@@ -149,7 +151,7 @@ redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 return 1`
 
 function redisStore (config, log) {
-  const redis = new Redis(config.REDIS_URL, {
+  const options = {
     ...(config.REDIS_PASSWORD !== undefined && { password: config.REDIS_PASSWORD }),
     // Fail fast instead of queueing while disconnected: the request goes to PostgreSQL at once.
     enableOfflineQueue: false,
@@ -157,7 +159,8 @@ function redisStore (config, log) {
     commandTimeout: config.CACHE_TIMEOUT_MS,
     connectTimeout: 2000,
     retryStrategy: (times) => Math.min(times * 100, 2000) // reconnect forever, at most every 2 s
-  })
+  }
+  const redis = new Redis(config.REDIS_URL, options)
   redis.defineCommand('setIfNotOlder', { numberOfKeys: 1, lua: SET_IF_NOT_OLDER })
 
   // The circuit breaker. closed: every call goes to Redis. open: none does (BYPASSED at once), and a
@@ -182,6 +185,7 @@ function redisStore (config, log) {
   }
   function trip () {
     open = true
+    near.clear()
     if (!closed) setTimeout(probe, config.CACHE_BREAKER_OPEN_MS).unref()
   }
   async function probe () {
@@ -209,11 +213,14 @@ function redisStore (config, log) {
     replay()
   })
   redis.on('error', (err) => { if (up !== false) log.warn({ err: err.message }, 'redis unavailable, serving from PostgreSQL'); up = false })
+  const near = config.CACHE_NEAR_MAX_BYTES > 0 ? nearCache(config, redis, options, log) : null
+  const read = (key) => guard(() => redis.get(key))
   return {
     kind: 'redis',
-    get: (key) => settleUntil > Date.now() ? Promise.reject(BYPASSED) : guard(() => redis.get(key)),
+    get: (key) => settleUntil > Date.now() || open ? Promise.reject(BYPASSED) : near ? near.get(key, read) : read(key),
     setIfNotOlder: (key, version, value, ttl) => guard(() => redis.setIfNotOlder(key, version, value, ttl)),
     async tombstone (key, version, ttl) {
+      near?.delete(key) // this worker's own write: at once (Redis's invalidation follows for the others)
       try {
         await tombstone(key, version, ttl)
       } catch (err) {
@@ -238,8 +245,127 @@ function redisStore (config, log) {
     async close () {
       closed = true
       clearInterval(retry)
+      near?.close()
       await redis.quit().catch(() => redis.disconnect())
     }
+  }
+}
+
+/**
+ * The near cache: Redis's answers kept in this worker's memory, with Redis's client-side caching
+ * (CLIENT TRACKING) telling it when a key it holds changes, so a hit costs no round trip. Redis
+ * sends the invalidation of a key the moment a write changes it (a tombstone, a new value, its
+ * expiry, FLUSHALL), on a second connection (RESP2, where invalidations are Pub/Sub messages that
+ * ioredis passes on). An entry is used only while all of this is known to work:
+ *   - tracking is on for the connection the reads go through, redirected to the listening one, and
+ *     both are connected: any close, reconnect or error empties the near cache and turns it off
+ *     until tracking is set up again (reads then go to Redis);
+ *   - Redis answered a PING within the last NEAR_HEALTH_MS: a frozen Redis sends no invalidation,
+ *     and writes on other replicas cannot reach it; past that bound the near cache is emptied, and
+ *     the circuit breaker and its replay take over as without it;
+ *   - a read whose key is invalidated while its GET is in flight (the invalidation and the answer
+ *     come on two sockets, in either order) is not kept.
+ * A read on another replica can so be served what was current up to the time Redis's invalidation
+ * takes to reach it (a message on an open local connection) after a write was acknowledged.
+ * Bounded in bytes (CACHE_NEAR_MAX_BYTES per worker, the oldest out first).
+ */
+const NEAR_PING_MS = 100
+const NEAR_HEALTH_MS = 300
+function nearCache (config, redis, options, log) {
+  const maxBytes = config.CACHE_NEAR_MAX_BYTES
+  const entries = new Map() // key -> { value, size }
+  const inflight = new Map() // key -> GETs in flight, or -1 once the key was invalidated meanwhile
+  let bytes = 0
+  let tracking = false // CLIENT TRACKING on for `redis`, redirected to `listener`'s current connection
+  let epoch = 0 // bumped whenever tracking goes off: a GET sent in an older epoch is not kept
+  let lastPong = 0
+  const listener = new Redis(config.REDIS_URL, { ...options, protocol: 2, autoResubscribe: false })
+  let listenerId = null // CLIENT ID of the listening connection, once it is subscribed
+
+  const remove = (key) => {
+    const e = entries.get(key)
+    if (!e) return
+    bytes -= e.size
+    entries.delete(key)
+  }
+  const clear = () => { entries.clear(); bytes = 0; for (const k of inflight.keys()) inflight.set(k, -1) }
+  const off = () => { tracking = false; epoch++; clear() }
+  const usable = () => tracking && performance.now() - lastPong < NEAR_HEALTH_MS
+
+  async function track () {
+    off()
+    if (redis.status !== 'ready' || listenerId === null) return
+    const mine = epoch
+    try {
+      await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId)
+      if (epoch === mine) { tracking = true; lastPong = performance.now() }
+    } catch (err) {
+      log.debug({ err: err.message }, 'near cache: tracking not set up, reading from Redis')
+    }
+  }
+  listener.on('ready', async () => {
+    listenerId = null
+    off()
+    try {
+      const id = await listener.client('ID')
+      await listener.subscribe('__redis__:invalidate')
+      listenerId = id
+      track()
+    } catch (err) {
+      log.debug({ err: err.message }, 'near cache: invalidations not subscribed, reading from Redis')
+    }
+  })
+  listener.on('close', () => { listenerId = null })
+  redis.on('ready', track)
+  listener.on('messageBuffer', (channel, keys) => {
+    if (!Array.isArray(keys)) return clear() // FLUSHALL / FLUSHDB: everything
+    for (const k of keys) {
+      const key = k.toString()
+      remove(key)
+      if (inflight.has(key)) inflight.set(key, -1)
+    }
+  })
+  for (const conn of [redis, listener]) {
+    conn.on('close', off)
+    conn.on('error', off)
+  }
+  const pinger = setInterval(() => {
+    if (!tracking) return
+    redis.ping().then(() => { lastPong = performance.now() }, () => {})
+    if (performance.now() - lastPong >= NEAR_HEALTH_MS) clear()
+  }, NEAR_PING_MS)
+  pinger.unref()
+
+  return {
+    async get (key, read) {
+      if (!usable()) return read(key)
+      const e = entries.get(key)
+      if (e) return e.value
+      const sentIn = epoch
+      inflight.set(key, (inflight.get(key) ?? 0) + 1)
+      let value
+      try {
+        value = await read(key)
+      } finally {
+        const n = inflight.get(key)
+        const clean = n > 0
+        if (n > 1) inflight.set(key, n - 1)
+        else inflight.delete(key)
+        if (clean && value != null && sentIn === epoch && usable()) {
+          remove(key)
+          const size = 2 * (key.length + value.length) + 100
+          if (size <= maxBytes) {
+            entries.set(key, { value, size })
+            bytes += size
+            while (bytes > maxBytes) remove(entries.keys().next().value)
+          }
+        }
+      }
+      return value
+    },
+    delete: remove,
+    clear,
+    close () { clearInterval(pinger); off(); listener.disconnect() }
   }
 }
 

@@ -266,3 +266,53 @@ test('redis cache, 2 replicas × 2 workers: a read after a write never returns t
     await Promise.all([a.stop(), b.stop()])
   }
 })
+
+test('redis near cache: a hit costs no round trip to Redis; a write on another replica reaches it within milliseconds', async (t) => {
+  const url = redisDb()
+  const stats = new Redis(url)
+  t.after(() => stats.disconnect())
+  const gets = async () => Number(/cmdstat_get:calls=(\d+)/.exec(await stats.info('commandstats'))?.[1] ?? 0)
+  for (const near of [true, false]) {
+    const env = near ? {} : { CACHE_NEAR_MAX_BYTES: '0' }
+    const { cache: a } = await cacheOn(t, url, env)
+    const { cache: b } = await cacheOn(t, url, env)
+    const key = `t:near:${near}`
+    let version = 1
+    let loads = 0
+    const load = async () => { loads++; return { value: `{"v":${version}}`, version } }
+    const read = async () => (await a.wrapEntry(key, load)).value
+    assert.equal(await read(), '{"v":1}')
+    await sleep(20) // stored in Redis
+    assert.equal(await read(), '{"v":1}') // from Redis, and now near
+    const before = await gets()
+    for (let i = 0; i < 50; i++) assert.equal(await read(), '{"v":1}')
+    const sent = await gets() - before
+    if (near) assert.equal(sent, 0, 'near hits send no GET')
+    else assert.equal(sent, 50, 'without the near cache every read is a GET')
+    version = 2
+    await b.invalidate(key, 2) // the other replica's write
+    await sleep(10)
+    assert.equal(await read(), '{"v":2}', `near ${near}: the write on the other replica is seen`)
+    assert.equal(loads, 2)
+  }
+})
+
+test('redis near cache: emptied and unused once Redis stops answering PINGs (frozen), so the breaker and its replay apply', async (t) => {
+  const redis = await startRedis()
+  t.after(() => redis.stop())
+  const { cache } = await cacheOn(t, redis.url, { CACHE_TIMEOUT_MS: '100' })
+  let loads = 0
+  const load = async () => { loads++; return '"x"' }
+  await cached(cache, 't:frozen:1', load)
+  await sleep(20)
+  await cached(cache, 't:frozen:1', load) // near now
+  assert.equal(loads, 1)
+  redis.pause()
+  try {
+    await sleep(500) // past the near cache's health bound
+    assert.equal(await cached(cache, 't:frozen:1', load), '"x"')
+    assert.equal(loads, 2, 'read through to the loader, not from the near cache')
+  } finally {
+    redis.resume()
+  }
+})
