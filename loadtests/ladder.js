@@ -11,7 +11,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { pathToFileURL, fileURLToPath } from 'node:url'
-import { runCommand, UsageError, oneOf, wholeNumbers, wholeNumber, numberIn, duration } from '@suite/kit/args'
+import { runCommand, UsageError, UserError, oneOf, wholeNumbers, wholeNumber, numberIn, duration } from '@suite/kit/args'
 import { attackScenario } from './lib/vegeta.js'
 import { lineChart, svgDocument, fmt } from './lib/svg.js'
 import { servers, prepareDatabase, startInstances } from './lib/stack.js'
@@ -50,6 +50,11 @@ export async function ladder ({ scenario, baseUrl, steps = [1, 10, 100, 1000, 10
   const run = async (rate) => {
     log(`${scenario}: ${rate} RPS for ${seconds} s`)
     const f = await load(rate, seconds, { html: join(out, `step-${rate}.html`), text: join(out, `step-${rate}.txt`) })
+    // No HTTP answer at all (refused, reset, timed out): not a breaking point but a target that is not
+    // there. The ladder says so and exits 1 rather than reporting a "break" at its first step.
+    if (f.requests > 0 && !Object.keys(f.statuses).some((code) => code !== '0')) {
+      throw new UserError(`no HTTP answer from ${baseUrl} (${f.requests} requests; first error: ${f.firstError})`)
+    }
     const row = { rate, ...f, broken: verdict(f, { slo }) }
     log(`  ${fmt(f.rps)} RPS, p50 ${fmt(f.p50)} ms, p95 ${fmt(f.p95)} ms, p99 ${fmt(f.p99)} ms, errors ${(f.errorRate * 100).toFixed(2)}%, late ${f.late}, dropped ${f.dropped}` +
       `${row.broken.length ? ` — broken: ${row.broken.join('; ')}` : ''}${f.errors ? ` (first error: ${f.firstError})` : ''}`)

@@ -87,7 +87,8 @@ export function steadyLoad (base, { rate, targets }) {
   const loop = (async () => {
     for (let i = 0; !stopped; i++) {
       const due = started + (i * 1000) / rate
-      if (due > Date.now()) await sleep(due - Date.now())
+      const wait = due - Date.now() // read once: a second read can be later, and negative
+      if (wait > 0) await sleep(wait)
       if (stopped) break
       const target = targets[i % targets.length](i)
       const t0 = performance.now()

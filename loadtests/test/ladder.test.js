@@ -5,6 +5,8 @@ import assert from 'node:assert/strict'
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { adminUrl, redisUrl } from '@suite/kit/testing/env'
 import { prepareDatabase, startInstances } from '../lib/stack.js'
 import { ladder, verdict, refinements } from '../ladder.js'
@@ -80,4 +82,10 @@ test('a ladder that breaks stops at the broken step and names the reason', async
   assert.equal(r.breakingPoint.rate, 5)
   assert.equal(r.maxHeld, null)
   assert.match(await readFile(join(dir, 'ladder.md'), 'utf8'), /Breaking point: 5 RPS\*\* \(p95 [\d.]+ ms > 0.001 ms/)
+})
+
+test('a target that gives no HTTP answer at all is an error (exit 1 naming it), not a breaking point', () => {
+  const r = spawnSync(process.execPath, [fileURLToPath(new URL('../ladder.js', import.meta.url)), '--base-url', 'http://127.0.0.1:1', '--steps', '1', '--duration', '2s', '--warmup', '0s', '--out', join(tmpdir(), `ladder-refused-${process.pid}`)], { encoding: 'utf8' })
+  assert.equal(r.status, 1, r.stderr)
+  assert.match(r.stderr, /^ladder: no HTTP answer from http:\/\/127\.0\.0\.1:1 \(\d+ requests; first error: .*refused/m)
 })
