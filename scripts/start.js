@@ -74,10 +74,6 @@ await client.end()
 const env = {
   ...process.env,
   HOST,
-  // A young generation of 1 MB per isolate instead of V8's 16+: each service is a main thread and
-  // WORKERS isolates, and at a laptop's request rates a larger nursery only holds memory (about
-  // 50 MB a service). The launcher runs with the same flag (package.json).
-  NODE_OPTIONS: [process.env.NODE_OPTIONS, '--max-semi-space-size=1'].filter(Boolean).join(' '),
   DATABASE_URL: databaseUrl,
   ...(databasePassword !== undefined && { DATABASE_PASSWORD: databasePassword }),
   // PGlite is one session behind a multiplexer: prepared statement names would collide, and its
