@@ -7,15 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { runCommand, someOf, wholeNumber, UsageError } from '@suite/kit/args'
+import { runCommand, UsageError } from '@suite/kit/args'
 import { table } from './bench/harness.js'
-import * as product from './bench/product.js'
-import * as profile from './bench/profile.js'
-import * as menu from './bench/menu.js'
-import * as flows from './bench/flows.js'
+import { benches, benchOptions, benchValues } from './bench/index.js'
 
-const benches = { product, profile, menu, flows }
-const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 export const usage = {
@@ -25,11 +20,7 @@ export const usage = {
     'as a ratio to the base\'s (RPS / pair). Run it on a quiet machine.',
   options: {
     base: { type: 'string', value: 'COMMIT', default: 'HEAD', help: 'the commit to compare with (any git revision)' },
-    only: { type: 'string', value: 'S,S,…', default: 'flows', help: 'the services to measure' },
-    duration: { type: 'string', value: 'SECONDS', default: '10', help: 'per case' },
-    workers: { type: 'string', value: 'N', default: '1', help: 'WORKERS threads of each service' },
-    connections: { type: 'string', value: 'N', help: 'connections of the throughput cases (default: 50; flows: 32 and 256)' },
-    ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', default: String(v), help: `${k} in the data set` }]))
+    ...benchOptions('flows')
   },
   examples: [
     'npm run bench:compare -- --base HEAD~1 --only flows',
@@ -38,13 +29,7 @@ export const usage = {
 }
 
 await runCommand('bench:compare', usage, async (values) => {
-  const names = someOf(values, 'only', Object.keys(benches))
-  const numbers = {
-    duration: wholeNumber(values, 'duration', { min: 1 }),
-    workers: wholeNumber(values, 'workers', { min: 1 }),
-    ...(values.connections !== undefined && { connections: wholeNumber(values, 'connections', { min: 1 }) }),
-    ...Object.fromEntries(Object.keys(sizes).map((k) => [k, wholeNumber(values, k, { min: 1 })]))
-  }
+  const { names, numbers } = benchValues(values)
   const git = (...args) => execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim()
   let commit
   try {

@@ -1,30 +1,19 @@
 // `npm run bench`: every service's benchmark, one after the other (never at once: they share the
 // machine's cores with their load generator), each against bare Fastify measured in its own run,
 // printed as one table. `npm run bench -- --help` for the options.
-import { runCommand, someOf, wholeNumber } from '@suite/kit/args'
+import { runCommand } from '@suite/kit/args'
 import { table, sameBytesShares } from './bench/harness.js'
-import * as product from './bench/product.js'
-import * as profile from './bench/profile.js'
-import * as menu from './bench/menu.js'
-import * as flows from './bench/flows.js'
+import { benches, benchOptions, benchValues, SIZE_NAMES } from './bench/index.js'
 
-const benches = { product, profile, menu, flows }
 // A cached read's share of bare Fastify sending the same bytes, with one worker: the kit's cost per request.
 const SAME_BYTES_TARGET = 0.85
-const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))
 
 export const usage = {
   usage: 'npm run bench -- [options]   (or node scripts/bench.js [options])',
   summary: 'Starts a throwaway PostgreSQL and Redis per service, loads its generated data set, and measures its routes cached and uncached ' +
     'against bare Fastify (GET /hello) measured at the start and end of the same run, and each cached read against bare Fastify sending the same bytes from a Buffer: throughput over a fixed number of connections, ' +
     'and latency at a fixed arrival rate (vegeta, open loop). Prints one table, then the targets. Run it on a quiet machine.',
-  options: {
-    only: { type: 'string', value: 'S,S,…', default: Object.keys(benches).join(','), help: 'the services to measure' },
-    duration: { type: 'string', value: 'SECONDS', default: '10', help: 'per case' },
-    workers: { type: 'string', value: 'N', default: '1', help: 'WORKERS threads of each service' },
-    connections: { type: 'string', value: 'N', help: 'connections of the throughput cases (default: 50; flows: 32 and 256)' },
-    ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', default: String(v), help: `${k} in the data set` }]))
-  },
+  options: benchOptions(Object.keys(benches).join(',')),
   examples: [
     'npm run bench',
     'npm run bench -- --only product,menu --duration 20 --menus 1000000',
@@ -33,17 +22,11 @@ export const usage = {
 }
 
 await runCommand('bench', usage, async (values) => {
-  const names = someOf(values, 'only', Object.keys(benches))
-  const numbers = {
-    duration: wholeNumber(values, 'duration', { min: 1 }),
-    workers: wholeNumber(values, 'workers', { min: 1 }),
-    ...(values.connections !== undefined && { connections: wholeNumber(values, 'connections', { min: 1 }) }),
-    ...Object.fromEntries(Object.keys(sizes).map((k) => [k, wholeNumber(values, k, { min: 1 })]))
-  }
+  const { names, numbers } = benchValues(values)
   const rows = []
   for (const name of names) rows.push(...await benches[name].run(numbers))
 
-  console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; data: ${Object.keys(sizes).map((k) => `${numbers[k]} ${k}`).join(', ')}`)
+  console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; data: ${SIZE_NAMES.map((k) => `${numbers[k]} ${k}`).join(', ')}`)
   console.log('Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.\n')
   console.log(table(rows))
   for (const name of names) {
