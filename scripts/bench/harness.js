@@ -132,7 +132,7 @@ async function withSameBytes (list, running) {
     const name = `${c.name} — ${sample.length} of its paths`
     const baseName = `bare Fastify, the same bytes (${Math.round(bytes).toLocaleString('en-US')} B mean) — ${sample.length} paths`
     const path = () => sample[Math.floor(Math.random() * sample.length)]
-    return [c, { ...c, name: baseName, url: same.url, path, sameBytes: undefined, sameBytesBase: true }, { ...c, name, path, sameBytes: undefined, pairOf: baseName }]
+    return [c, { ...c, name: baseName, url: same.url, path, sameBytes: undefined }, { ...c, name, path, sameBytes: undefined, pairOf: baseName }]
   })
 }
 

@@ -272,23 +272,15 @@ function redisStore (config, log) {
 const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300
 function nearCache (config, redis, options, log) {
-  const maxBytes = config.CACHE_NEAR_MAX_BYTES
-  const entries = new Map() // key -> { value, size }
+  const entries = boundedEntries(config.CACHE_NEAR_MAX_BYTES)
   const inflight = new Map() // key -> GETs in flight, or -1 once the key was invalidated meanwhile
-  let bytes = 0
   let tracking = false // CLIENT TRACKING on for `redis`, redirected to `listener`'s current connection
   let epoch = 0 // bumped whenever tracking goes off: a GET sent in an older epoch is not kept
   let lastPong = 0
   const listener = new Redis(config.REDIS_URL, { ...options, protocol: 2, autoResubscribe: false })
   let listenerId = null // CLIENT ID of the listening connection, once it is subscribed
 
-  const remove = (key) => {
-    const e = entries.get(key)
-    if (!e) return
-    bytes -= e.size
-    entries.delete(key)
-  }
-  const clear = () => { entries.clear(); bytes = 0; for (const k of inflight.keys()) inflight.set(k, -1) }
+  const clear = () => { entries.clear(); for (const k of inflight.keys()) inflight.set(k, -1) }
   const off = () => { tracking = false; epoch++; clear() }
   const usable = () => tracking && performance.now() - lastPong < NEAR_HEALTH_MS
 
@@ -321,7 +313,7 @@ function nearCache (config, redis, options, log) {
     if (!Array.isArray(keys)) return clear() // FLUSHALL / FLUSHDB: everything
     for (const k of keys) {
       const key = k.toString()
-      remove(key)
+      entries.delete(key)
       if (inflight.has(key)) inflight.set(key, -1)
     }
   })
@@ -351,19 +343,11 @@ function nearCache (config, redis, options, log) {
         const clean = n > 0
         if (n > 1) inflight.set(key, n - 1)
         else inflight.delete(key)
-        if (clean && value != null && sentIn === epoch && usable()) {
-          remove(key)
-          const size = 2 * (key.length + value.length) + 100
-          if (size <= maxBytes) {
-            entries.set(key, { value, size })
-            bytes += size
-            while (bytes > maxBytes) remove(entries.keys().next().value)
-          }
-        }
+        if (clean && value != null && sentIn === epoch && usable()) entries.set(key, { value })
       }
       return value
     },
-    delete: remove,
+    delete: (key) => entries.delete(key),
     clear,
     close () { clearInterval(pinger); off(); listener.disconnect() }
   }
@@ -374,33 +358,17 @@ function nearCache (config, redis, options, log) {
 // it, so an entry lives at most CACHE_MEMORY_TTL_MS from the moment its data was read: that is how
 // stale a read can be after a write on another replica. (Writes on this process invalidate at once.)
 function memoryStore (config) {
-  const maxBytes = config.CACHE_MEMORY_MAX_BYTES
-  const entries = new Map() // key -> { value, expires, size }
-  let bytes = 0
-  // An upper bound of what an entry holds: V8 keeps a string in 1 or 2 bytes a character, plus the
-  // Map entry and its record.
-  const sizeOf = (key, value) => 2 * (key.length + value.length) + 100
-  const remove = (key) => {
-    const e = entries.get(key)
-    if (!e) return
-    bytes -= e.size
-    entries.delete(key)
-  }
+  const entries = boundedEntries(config.CACHE_MEMORY_MAX_BYTES)
   const get = (key) => {
     const e = entries.get(key)
     if (!e) return null
-    if (e.expires < Date.now()) { remove(key); return null }
+    if (e.expires < Date.now()) { entries.delete(key); return null }
     return e.value
   }
   const setIfNotOlder = (key, version, value, ttl, since = Date.now()) => {
     const cur = get(key)
     if (cur !== null && parse(cur).version > version) return
-    remove(key)
-    const size = sizeOf(key, value)
-    if (size > maxBytes) return
-    entries.set(key, { value, expires: since + Math.min(ttl * 1000, config.CACHE_MEMORY_TTL_MS), size })
-    bytes += size
-    while (bytes > maxBytes) remove(entries.keys().next().value)
+    entries.set(key, { value, expires: since + Math.min(ttl * 1000, config.CACHE_MEMORY_TTL_MS) })
   }
   return {
     kind: 'memory',
@@ -411,11 +379,43 @@ function memoryStore (config) {
     async connected () { return true },
     async deleteByPrefix (prefix) {
       let deleted = 0
-      for (const key of [...entries.keys()]) if (key.startsWith(prefix)) { remove(key); deleted++ }
+      for (const key of [...entries.keys()]) if (key.startsWith(prefix)) { entries.delete(key); deleted++ }
       return deleted
     },
     /** Bytes held (the bound's own count), for tests. */
-    bytes: () => bytes,
-    async close () { entries.clear(); bytes = 0 }
+    bytes: entries.bytes,
+    async close () { entries.clear() }
+  }
+}
+
+/**
+ * A Map of `{ value, … }` entries (value: a string) within `maxBytes`, in insertion order, the oldest
+ * evicted first; an entry larger than the bound is not kept. An entry's size is an upper bound of what
+ * it holds: V8 keeps a string in 1 or 2 bytes a character, plus the Map entry and its record. The
+ * near cache and the memory store each hold one.
+ */
+function boundedEntries (maxBytes) {
+  const entries = new Map() // key -> { entry, size }
+  let bytes = 0
+  const remove = (key) => {
+    const e = entries.get(key)
+    if (!e) return
+    bytes -= e.size
+    entries.delete(key)
+  }
+  return {
+    get: (key) => entries.get(key)?.entry,
+    set (key, entry) {
+      remove(key)
+      const size = 2 * (key.length + entry.value.length) + 100
+      if (size > maxBytes) return
+      entries.set(key, { entry, size })
+      bytes += size
+      while (bytes > maxBytes) remove(entries.keys().next().value)
+    },
+    delete: remove,
+    clear () { entries.clear(); bytes = 0 },
+    keys: () => entries.keys(),
+    bytes: () => bytes
   }
 }
