@@ -185,7 +185,7 @@ function redisStore (config, log) {
   }
   function trip () {
     open = true
-    near.clear()
+    near?.clear()
     if (!closed) setTimeout(probe, config.CACHE_BREAKER_OPEN_MS).unref()
   }
   async function probe () {

@@ -268,12 +268,14 @@ test('redis cache, 2 replicas × 2 workers: a read after a write never returns t
 })
 
 test('redis near cache: a hit costs no round trip to Redis; a write on another replica reaches it within milliseconds', async (t) => {
-  const url = redisDb()
+  const redis = await startRedis() // its own: commandstats count every GET the server takes
+  t.after(() => redis.stop())
+  const url = redis.url
   const stats = new Redis(url)
   t.after(() => stats.disconnect())
   const gets = async () => Number(/cmdstat_get:calls=(\d+)/.exec(await stats.info('commandstats'))?.[1] ?? 0)
   for (const near of [true, false]) {
-    const env = near ? {} : { CACHE_NEAR_MAX_BYTES: '0' }
+    const env = { CACHE_NEAR_MAX_BYTES: near ? '33554432' : '0' }
     const { cache: a } = await cacheOn(t, url, env)
     const { cache: b } = await cacheOn(t, url, env)
     const key = `t:near:${near}`
@@ -300,7 +302,7 @@ test('redis near cache: a hit costs no round trip to Redis; a write on another r
 test('redis near cache: emptied and unused once Redis stops answering PINGs (frozen), so the breaker and its replay apply', async (t) => {
   const redis = await startRedis()
   t.after(() => redis.stop())
-  const { cache } = await cacheOn(t, redis.url, { CACHE_TIMEOUT_MS: '100' })
+  const { cache } = await cacheOn(t, redis.url, { CACHE_TIMEOUT_MS: '100', CACHE_NEAR_MAX_BYTES: '33554432' })
   let loads = 0
   const load = async () => { loads++; return '"x"' }
   await cached(cache, 't:frozen:1', load)
