@@ -75,7 +75,10 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, 
     assert.match(launched.out, new RegExp(`product ready: http://localhost:${port}/products`))
     for (const offset of OFFSETS) assert.deepEqual(listeningOn(port + offset), ['0100007F'], `port ${port + offset}: 127.0.0.1 only`)
     for (const [i, s] of SERVICES.entries()) {
-      for (const path of s.samples) assert.equal((await get(`http://127.0.0.1:${port + OFFSETS[i]}`, path)).status, 200, `${s.name} ${path}`)
+      for (const path of s.samples) {
+        const answer = await get(`http://127.0.0.1:${port + OFFSETS[i]}`, path)
+        assert.equal(answer.status, 200, `${s.name} ${path}: ${JSON.stringify(answer.body)}\n${launched.out.slice(-2000)}`)
+      }
     }
     const embedded = Number(/embedded PostgreSQL .*@127\.0\.0\.1:(\d+)\//.exec(launched.out)[1])
     assert.deepEqual(listeningOn(embedded), ['0100007F'], 'the embedded PostgreSQL: 127.0.0.1 only')

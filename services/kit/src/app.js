@@ -14,6 +14,7 @@ import { errorSchema, httpError, sendError, frameworkErrors, clientErrorHandler,
 export { errorSchema, httpError }
 
 const err = { $ref: 'error#' }
+const PRESSURE_SAMPLE_MS = 1000 // how often load shedding samples event-loop delay, utilization and memory
 /** Response schemas of the error statuses a service route answers besides those the kit adds itself. */
 export const errorResponses = { 400: err, 404: err, 500: err, 503: err }
 /** The response schema of one more error status a route answers (412, 422…). */
@@ -189,14 +190,24 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
   })
 
   // The service's routes, and load shedding for them only: health and metrics must answer under load.
+  // The plugin measures from its registration, so its first samples count the start-up's own work
+  // (compiling schemas, on a busy node a second or more) as event-loop delay and utilization: without
+  // a grace, a worker just Ready would answer 503 to its first requests. It sheds once two whole
+  // sample windows lie after listen.
+  let sheddingFrom = Infinity
+  app.addHook('onListen', async () => { sheddingFrom = performance.now() + 2 * PRESSURE_SAMPLE_MS })
   await app.register(async (scope) => {
     await scope.register(underPressure, {
       maxEventLoopDelay: config.MAX_EVENT_LOOP_DELAY_MS,
       maxEventLoopUtilization: config.MAX_EVENT_LOOP_UTILIZATION,
       maxHeapUsedBytes: config.MAX_HEAP_USED_BYTES,
       maxRssBytes: config.MAX_RSS_BYTES,
-      retryAfter: 1,
-      message: 'service overloaded, retry shortly'
+      sampleInterval: PRESSURE_SAMPLE_MS,
+      pressureHandler: (request, reply) => {
+        if (performance.now() < sheddingFrom) return // serve it
+        reply.header('retry-after', '1')
+        return Promise.reject(httpError(503, 'service overloaded, retry shortly'))
+      }
     })
     scope.addHook('onRoute', declareKitErrors)
     await scope.register(service.routes)

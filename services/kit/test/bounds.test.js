@@ -77,7 +77,7 @@ test('memory pressure: service routes answer 503 above MAX_RSS_BYTES or MAX_HEAP
   const rss = await start({ MAX_RSS_BYTES: '1' })
   try {
     let res
-    for (let i = 0; i < 40 && res?.status !== 503; i++) { await sleep(100); res = await get(rss.url, '/slow') }
+    for (let i = 0; i < 60 && res?.status !== 503; i++) { await sleep(100); res = await get(rss.url, '/slow') }
     assert.equal(res.status, 503)
     assert.equal(res.headers.get('retry-after'), '1')
     assert.deepEqual(res.body, { statusCode: 503, error: 'Service Unavailable', message: 'service overloaded, retry shortly' })
@@ -91,7 +91,7 @@ test('memory pressure: service routes answer 503 above MAX_RSS_BYTES or MAX_HEAP
     assert.equal((await get(heap.url, '/slow')).status, 200)
     assert.equal((await get(heap.url, '/hold?mb=200')).status, 200)
     let status
-    for (let i = 0; i < 40 && status !== 503; i++) { await sleep(100); status = (await get(heap.url, '/slow')).status }
+    for (let i = 0; i < 60 && status !== 503; i++) { await sleep(100); status = (await get(heap.url, '/slow')).status }
     assert.equal(status, 503, 'sheds once the heap is past its bound')
     assert.equal((await get(heap.url, '/healthz')).status, 200)
   } finally {

@@ -165,6 +165,17 @@ test('SIGTERM: a request longer than SHUTDOWN_GRACE_MS is cut and the exit says 
   assert.ok((await long) instanceof Error)
 })
 
+test('a worker whose start-up held its event loop answers its first requests instead of shedding them', async () => {
+  const svc = await start({ WORKERS: '1', FIXTURE_BUSY_START_MS: '2500', MAX_EVENT_LOOP_DELAY_MS: '1000', MAX_EVENT_LOOP_UTILIZATION: '0.98' })
+  try {
+    const statuses = []
+    for (let i = 0; i < 10; i++) statuses.push((await get(svc.url, '/slow')).status)
+    assert.deepEqual(statuses, Array(10).fill(200))
+  } finally {
+    await svc.stop()
+  }
+})
+
 test('overload: the event loop lags, service routes answer 503 with Retry-After, health still answers', async () => {
   const svc = await start({ WORKERS: '1', MAX_EVENT_LOOP_DELAY_MS: '100' })
   try {
