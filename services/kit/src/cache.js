@@ -273,14 +273,19 @@ const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300
 function nearCache (config, redis, options, log) {
   const entries = boundedEntries(config.CACHE_NEAR_MAX_BYTES)
-  const inflight = new Map() // key -> GETs in flight, or -1 once the key was invalidated meanwhile
+  // key -> { gets: GETs in flight, invalidated: `invalidations` at the key's last one }: a GET keeps its
+  // answer only if no invalidation of its key came after it was sent (a count alone would let a GET
+  // sent before one be kept once a later GET of the same key made the count look clean again)
+  const inflight = new Map()
+  let invalidations = 0
   let tracking = false // CLIENT TRACKING on for `redis`, redirected to `listener`'s current connection
   let epoch = 0 // bumped whenever tracking goes off: a GET sent in an older epoch is not kept
   let lastPong = 0
   const listener = new Redis(config.REDIS_URL, { ...options, protocol: 2, autoResubscribe: false })
   let listenerId = null // CLIENT ID of the listening connection, once it is subscribed
 
-  const clear = () => { entries.clear(); for (const k of inflight.keys()) inflight.set(k, -1) }
+  const invalidate = (flight) => { flight.invalidated = ++invalidations }
+  const clear = () => { entries.clear(); for (const flight of inflight.values()) invalidate(flight) }
   const off = () => { tracking = false; epoch++; clear() }
   const usable = () => tracking && performance.now() - lastPong < NEAR_HEALTH_MS
 
@@ -314,7 +319,8 @@ function nearCache (config, redis, options, log) {
     for (const k of keys) {
       const key = k.toString()
       entries.delete(key)
-      if (inflight.has(key)) inflight.set(key, -1)
+      const flight = inflight.get(key)
+      if (flight) invalidate(flight)
     }
   })
   for (const conn of [redis, listener]) {
@@ -334,16 +340,16 @@ function nearCache (config, redis, options, log) {
       const e = entries.get(key)
       if (e) return e.value
       const sentIn = epoch
-      inflight.set(key, (inflight.get(key) ?? 0) + 1)
+      const sentAt = invalidations
+      let flight = inflight.get(key)
+      if (!flight) inflight.set(key, flight = { gets: 0, invalidated: 0 })
+      flight.gets++
       let value
       try {
         value = await read(key)
       } finally {
-        const n = inflight.get(key)
-        const clean = n > 0
-        if (n > 1) inflight.set(key, n - 1)
-        else inflight.delete(key)
-        if (clean && value != null && sentIn === epoch && usable()) entries.set(key, { value })
+        if (--flight.gets === 0) inflight.delete(key)
+        if (flight.invalidated <= sentAt && value != null && sentIn === epoch && usable()) entries.set(key, { value })
       }
       return value
     },
