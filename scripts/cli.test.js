@@ -44,6 +44,10 @@ const COMMANDS = [
     [['--service', 'flows'], /^bench:etl: --service must be one of product, menu, profile \(got "flows"\)$/],
     [['--size', '-1'], /^bench:etl: Option '--size' argument is ambiguous\./]
   ]],
+  ['scripts/bench-start.js', 'bench:start', [
+    [['--workers', '0'], /^bench:start: --workers must be a whole number ≥ 1 \(got "0"\)$/],
+    [['--sample-size', 'many'], /^bench:start: --sample-size must be a whole number ≥ 1 \(got "many"\)$/]
+  ]],
   ['scripts/explain.js', 'explain', [
     [['--products', '1e5'], /^explain: --products must be a whole number ≥ 1 \(got "1e5"\)$/]
   ]],
