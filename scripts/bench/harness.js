@@ -218,7 +218,7 @@ export function table (rows) {
   for (const r of rows) {
     const notes = Object.entries(r.counters ?? {}).map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) || v >= 100 ? 0 : 1)}`).join(', ')
     const ratioToBase = r.rate ? `- (fixed ${fmt(r.rate)}/s)` : fmt(r.rps / baseOf(r), 2)
-    const same = r.pairOf && rows.find((x) => x.service === r.service && x.case === r.pairOf)
+    const same = r.pairOf && rows.find((x) => x.service === r.service && x.case === r.pairOf && x.connections === r.connections)
     out.push(`| ${r.service} | ${r.case} | ${r.rate ? `≤${r.connections}` : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${same ? fmt(r.rps / same.rps, 2) : ''} | ${r.non2xx} | ${r.errors} | ${notes} |`)
   }
   return out.join('\n')
