@@ -105,6 +105,7 @@ async function images () {
   const dir = mkdtempSync(join(tmpdir(), 'suite-e2e-images-'))
   try {
     const archives = []
+    const pushes = [] // a service's archives are written while the next one builds (a push is mostly one core compressing)
     for (const s of SERVICES) {
       const args = ['--build-arg', `SERVICE=${s}`, ...(env.E2E_NODE_IMAGE ? ['--build-arg', `NODE_IMAGE=${env.E2E_NODE_IMAGE}`] : []), '-f', 'services/Dockerfile', '-t', image(s), root]
       const started = Date.now()
@@ -113,7 +114,9 @@ async function images () {
         run('buildah', ['tag', image(s), image(s, `${TAG}-b`)], { env: { STORAGE_DRIVER: 'vfs' } })
         for (const tag of [TAG, `${TAG}-b`]) {
           const file = join(dir, `${s}-${tag}.tar`)
-          run('buildah', ['push', '--quiet', image(s, tag), `oci-archive:${file}:${image(s, tag)}`], { env: { STORAGE_DRIVER: 'vfs' } })
+          const push = runAsync('buildah', ['push', '--quiet', image(s, tag), `oci-archive:${file}:${image(s, tag)}`], { env: { STORAGE_DRIVER: 'vfs' } })
+          push.catch(() => {}) // a failure is thrown by Promise.all below, not as an unhandled rejection meanwhile
+          pushes.push(push)
           archives.push(file)
         }
       } else {
@@ -125,6 +128,7 @@ async function images () {
       }
       console.error(`built ${image(s)} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
     }
+    await Promise.all(pushes)
     if (BUILD === 'buildah') checkImageFiles()
     if (LOAD) {
       const [cmd, ...args] = LOAD.split(' ').filter(Boolean)
