@@ -7,9 +7,9 @@ import { spawn } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort } from '@suite/kit/testing'
+import { freePortBlock } from '@suite/kit/testing'
 import { commandLine, wholeNumber } from '@suite/kit/args'
-import { SERVICES } from '../services/list.js'
+import { SERVICES, PORT_OFFSETS } from '../services/list.js'
 
 const values = commandLine('bench:start', {
   usage: 'npm run bench:start [-- --sample-size N] [--workers N]',
@@ -33,7 +33,7 @@ const nameOf = (pid) => {
   return SERVICES.find((s) => cmd.some((a) => a.includes(`services/${s.name}/src/cli.js`)))?.name ?? cmd.slice(1, 2).join(' ')
 }
 
-const port = await freePort()
+const port = await freePortBlock(PORT_OFFSETS)
 const { DATABASE_URL, DATABASE_PASSWORD, REDIS_URL, ...env } = process.env
 const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
   env: { ...env, PORT: String(port), SAMPLE_SIZE: values['sample-size'], LOG_LEVEL: 'warn', ...(values.workers && { WORKERS: values.workers }) },

@@ -13,10 +13,10 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import Redis from 'ioredis'
-import { startRedis, startService, freePort, get, send } from '@suite/kit/testing'
+import { startRedis, startService, freePortBlock, get, send } from '@suite/kit/testing'
 import { adminUrl } from '@suite/kit/testing/env'
 import { generate } from '../services/product/etl/index.js'
-import { NAMES, serviceNamed } from '../services/list.js'
+import { NAMES, PORT_OFFSETS, serviceNamed } from '../services/list.js'
 
 const KNOWN = `Kn0wn-${randomBytes(8).toString('hex')}`
 const WRONG = `Wr0ng-${randomBytes(8).toString('hex')}`
@@ -126,7 +126,7 @@ test('a known password is in no log line, no answer and no /metrics', { timeout:
     services.length = 0
 
     // npm start on these servers: its own output and the services'.
-    const port = await freePort()
+    const port = await freePortBlock(PORT_OFFSETS) // npm start's ports
     started = run(fileURLToPath(new URL('./start.js', import.meta.url)), [], { PORT: String(port), SAMPLE_SIZE: '50', DATABASE_URL: url(KNOWN), REDIS_URL: redisUrl(KNOWN), LOG_LEVEL: 'info' })
     for (let i = 0; i < 1200 && !started.out().includes('Ctrl-C stops') && started.child.exitCode === null; i++) await sleep(100)
     assert.match(started.out(), /Ctrl-C stops/)

@@ -15,7 +15,7 @@ import pg from 'pg'
 import { migrate, redact, connectionOptions } from '@suite/kit'
 import { pgTarget, pgliteTarget } from '@suite/kit/etl'
 import { servePglite } from './pglite-server.js'
-import { SERVICES } from '../services/list.js'
+import { SERVICES, PORT_OFFSETS } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const PORT = Number(process.env.PORT ?? SERVICES[0].port) // the first service's; the others keep their distance from it
@@ -25,7 +25,7 @@ const SAMPLE_SIZE = Number(process.env.SAMPLE_SIZE ?? 2000) // products, restaur
 const log = (m) => console.log(`suite: ${redact(m)}`)
 
 // Each service of services/list.js on its port, moved by PORT as a whole (the first one's port).
-const services = SERVICES.map((s) => ({ ...s, port: s.port - SERVICES[0].port + PORT, dir: `${root}services/${s.name}` }))
+const services = SERVICES.map((s, i) => ({ ...s, port: PORT + PORT_OFFSETS[i], dir: `${root}services/${s.name}` }))
 
 // Every port free before anything starts: on a port in use (a suite already running?) another
 // process would answer our readiness checks, and "ready" would be a lie.

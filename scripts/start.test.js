@@ -5,15 +5,14 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { createServer } from 'node:net'
 import { createServer as createHttpServer } from 'node:http'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { get, processesWithEnv } from '@suite/kit/testing'
+import { get, processesWithEnv, freePortBlock } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
-import { SERVICES } from '../services/list.js'
+import { SERVICES, PORT_OFFSETS } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -30,19 +29,8 @@ function listeningOn (port) {
   return [...new Set(found)]
 }
 
-// npm start moves every service of the list by PORT: find a PORT whose ports are all free now.
-const OFFSETS = SERVICES.map((s) => s.port - SERVICES[0].port)
-async function freePorts () {
-  for (;;) {
-    const first = createServer().listen(0, '0.0.0.0')
-    await once(first, 'listening')
-    const base = first.address().port
-    const rest = OFFSETS.slice(1).map((i) => createServer().listen(base + i, '0.0.0.0'))
-    const ok = await Promise.all(rest.map((srv) => new Promise((resolve) => { srv.once('listening', () => resolve(true)); srv.once('error', () => resolve(false)) })))
-    await Promise.all([first, ...rest].map((srv) => new Promise((resolve) => srv.close(() => resolve()))))
-    if (ok.every(Boolean) && base + Math.max(...OFFSETS) < 65536) return base
-  }
-}
+// npm start moves every service of the list by PORT: a PORT whose ports are all free.
+const freePorts = () => freePortBlock(PORT_OFFSETS)
 
 // `npm start` with no database or cache server (the embedded default) on PORT=port, or with `extra`
 // settings; its output gathers in `launched.out`. `command`: the launcher itself, or npm.
@@ -73,10 +61,10 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, 
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     assert.match(launched.out, new RegExp(`product ready: http://localhost:${port}/products`))
-    for (const offset of OFFSETS) assert.deepEqual(listeningOn(port + offset), ['0100007F'], `port ${port + offset}: 127.0.0.1 only`)
+    for (const offset of PORT_OFFSETS) assert.deepEqual(listeningOn(port + offset), ['0100007F'], `port ${port + offset}: 127.0.0.1 only`)
     for (const [i, s] of SERVICES.entries()) {
       for (const path of s.samples) {
-        const answer = await get(`http://127.0.0.1:${port + OFFSETS[i]}`, path)
+        const answer = await get(`http://127.0.0.1:${port + PORT_OFFSETS[i]}`, path)
         assert.equal(answer.status, 200, `${s.name} ${path}: ${JSON.stringify(answer.body)}\n${launched.out.slice(-2000)}`)
       }
     }
@@ -129,7 +117,7 @@ test('npm start stops everything and exits 1 when a service cannot start', async
 test('npm start on ports another server answers on: exit 1 naming the port, never "ready"', async () => {
   const port = await freePorts()
   // Another suite, say: it answers every readiness check with 200.
-  const others = await Promise.all(OFFSETS.map(async (i) => {
+  const others = await Promise.all(PORT_OFFSETS.map(async (i) => {
     const server = createHttpServer((req, res) => res.end('{"status":"ready"}')).listen(port + i, '127.0.0.1')
     await once(server, 'listening')
     return server

@@ -61,6 +61,9 @@ export const SERVICES = [
 
 export const NAMES = SERVICES.map((s) => s.name)
 
+/** How far each service's port is from the first one's: npm start moves them all by PORT. */
+export const PORT_OFFSETS = SERVICES.map((s) => s.port - SERVICES[0].port)
+
 /** The service called `name`; throws naming the known ones. */
 export function serviceNamed (name) {
   const s = SERVICES.find((x) => x.name === name)
