@@ -182,7 +182,7 @@ come from a Secret (secretKeyRef); the URLs carry no password.
 - name: PORT
   value: {{ .Values.containerPort | quote }}
 - name: WORKERS
-  value: {{ .Values.workers | quote }}
+  value: {{ include "service.workers" . | quote }}
 - name: SHUTDOWN_DELAY_MS
   value: {{ mul .Values.shutdown.delaySeconds 1000 | quote }}
 - name: SHUTDOWN_GRACE_MS
@@ -354,4 +354,24 @@ spec:
     {{- . | nindent 4 }}
   {{- end }}
   {{- include "service.scheduling" $ | nindent 2 }}
+{{- end -}}
+
+{{/*
+WORKERS: `workers`, or (0) the CPUs the container may use: its CPU limit, else its CPU request,
+rounded down, at least 1 ("100m" → 1, "1500m" → 1, "2" → 2). A thread more than that only shares the
+same CPU time, with a heap, a pool and compiled schemas of its own.
+*/}}
+{{- define "service.workers" -}}
+{{- if .Values.workers -}}
+{{- .Values.workers -}}
+{{- else -}}
+{{- $cpu := toString (dig "limits" "cpu" (dig "requests" "cpu" "1" .Values.resources) .Values.resources) -}}
+{{- $milli := 0 -}}
+{{- if hasSuffix "m" $cpu -}}
+{{- $milli = trimSuffix "m" $cpu | atoi -}}
+{{- else -}}
+{{- $milli = mulf (float64 $cpu) 1000 | int -}}
+{{- end -}}
+{{- max 1 (div $milli 1000) -}}
+{{- end -}}
 {{- end -}}

@@ -1,9 +1,10 @@
 // Configuration comes only from the environment, checked against a JSON schema once at start.
 // A bad or missing value stops the process with one line naming the variable.
-import { availableParallelism, totalmem } from 'node:os'
+import { totalmem } from 'node:os'
 import { getHeapStatistics } from 'node:v8'
 import envSchema from 'env-schema'
 import { redact, isSecretName } from './redact.js'
+import { cpuBudget } from './cpus.js'
 
 // Shed load before memory runs out: 90% of this thread's V8 heap limit, and of the container's memory
 // limit (cgroup) when there is one (process.constrainedMemory() is then below the machine's memory).
@@ -18,7 +19,7 @@ export const baseSchema = {
   properties: {
     HOST: { type: 'string', default: '0.0.0.0', description: 'address to listen on' },
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000, description: 'HTTP port (shared by all workers)' },
-    WORKERS: { type: 'integer', minimum: 1, maximum: 256, default: availableParallelism(), description: 'worker threads serving the port; default: available CPUs' },
+    WORKERS: { type: 'integer', minimum: 1, maximum: 256, default: cpuBudget(), description: 'worker threads serving the port; default: the CPUs the process may use — its cgroup CPU quota (a container\'s CPU limit) rounded down, else the CPUs it may run on; at least 1' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'pino log level' },
     LOG_REQUESTS: { type: 'boolean', default: false, description: 'log every request (metrics already count them)' },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://', description: 'PostgreSQL connection URL' },
