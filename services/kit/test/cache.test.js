@@ -267,13 +267,34 @@ test('redis cache, 2 replicas × 2 workers: a read after a write never returns t
   }
 })
 
+test('redis: the reads of one turn of the event loop reach Redis as one MGET, each with its own answer', async (t) => {
+  const redis = await startRedis() // its own: commandstats count what the server takes
+  t.after(() => redis.stop())
+  const stats = new Redis(redis.url)
+  t.after(() => stats.disconnect())
+  const calls = async (command) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await stats.info('commandstats'))?.[1] ?? 0)
+  const { cache, count } = await cacheOn(t, redis.url)
+  const keys = Array.from({ length: 10 }, (_, i) => `t:batch:${i}`)
+  for (const key of keys) await cached(cache, key, async () => `"${key}"`)
+  await sleep(20) // stored
+  const [mget, get] = [await calls('mget'), await calls('get')]
+  // 30 reads at once, each key three times: one MGET of the 10 keys, every read its own key's answer.
+  const answers = await Promise.all([...keys, ...keys, ...keys].map((key) => cached(cache, key, async () => assert.fail(`${key} loaded`))))
+  assert.deepEqual(answers, [...keys, ...keys, ...keys].map((key) => `"${key}"`))
+  assert.deepEqual([await calls('mget') - mget, await calls('get') - get], [1, 0], 'one MGET, no GET')
+  assert.equal(await count('hit'), 30)
+})
+
 test('redis near cache: a hit costs no round trip to Redis; a write on another replica reaches it within milliseconds', async (t) => {
-  const redis = await startRedis() // its own: commandstats count every GET the server takes
+  const redis = await startRedis() // its own: commandstats count every read (GET, MGET) the server takes
   t.after(() => redis.stop())
   const url = redis.url
   const stats = new Redis(url)
   t.after(() => stats.disconnect())
-  const gets = async () => Number(/cmdstat_get:calls=(\d+)/.exec(await stats.info('commandstats'))?.[1] ?? 0)
+  const gets = async () => {
+    const info = await stats.info('commandstats')
+    return ['get', 'mget'].reduce((n, c) => n + Number(new RegExp(`cmdstat_${c}:calls=(\\d+)`).exec(info)?.[1] ?? 0), 0)
+  }
   for (const near of [true, false]) {
     const env = { CACHE_NEAR_MAX_BYTES: near ? '33554432' : '0' }
     const { cache: a } = await cacheOn(t, url, env)
@@ -289,8 +310,8 @@ test('redis near cache: a hit costs no round trip to Redis; a write on another r
     const before = await gets()
     for (let i = 0; i < 50; i++) assert.equal(await read(), '{"v":1}')
     const sent = await gets() - before
-    if (near) assert.equal(sent, 0, 'near hits send no GET')
-    else assert.equal(sent, 50, 'without the near cache every read is a GET')
+    if (near) assert.equal(sent, 0, 'near hits send no read')
+    else assert.equal(sent, 50, 'without the near cache every read goes to Redis')
     version = 2
     await b.invalidate(key, 2) // the other replica's write
     await sleep(10)
