@@ -33,8 +33,13 @@ const SAME_BYTES_SAMPLE = 1000 // paths drawn from a sameBytes case, fetched onc
  *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
-export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, cases, base }) {
+export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, cases, base, cpuProf }) {
   const say = (m) => process.stderr.write(`bench ${service}: ${m}\n`)
+  // --cpu-prof DIR: each server this run starts writes a V8 CPU profile per thread when it stops, into
+  // DIR/<service>-<which> (the kit's services and hello.js exit cleanly on SIGTERM).
+  const profiled = (which, env = {}) => cpuProf
+    ? { ...env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${join(cpuProf, `${service}-${which}`)}`.trim() }
+    : env
   say('starting PostgreSQL and Redis')
   const pgServer = await startPostgres({ settings: { shared_buffers: '512MB', max_wal_size: '4GB' } })
   const redis = await startRedis()
@@ -44,7 +49,7 @@ export async function runBench ({ service, dataset, uncached = false, duration =
     // that one's too, each on a database of its own (its own migrations and loader) in the same
     // PostgreSQL, and a Redis database of its own in the same Redis.
     const trees = base ? [{ root, label: 'this tree' }, base] : [{ root }]
-    const baseline = await startService({ entry: `${root}scripts/bench/hello.js` })
+    const baseline = await startService({ entry: `${root}scripts/bench/hello.js`, env: profiled('hello') })
     running.push(baseline)
     const lists = []
     for (const [i, tree] of trees.entries()) {
@@ -56,9 +61,10 @@ export async function runBench ({ service, dataset, uncached = false, duration =
         if (dataset) await loadDataset(db, tree.root, service, dataset, say)
         const cli = `${tree.root}services/${service}/src/cli.js`
         const env = { DATABASE_URL: dbUrl, REDIS_URL: `${redis.url}/${i}`, WORKERS: String(workers), LOG_LEVEL: 'error' }
+        const side = base ? (i ? '-base' : '-this') : ''
         const [cached, plain] = await Promise.all([
-          startService({ entry: cli, env }),
-          uncached ? startService({ entry: cli, env: { ...env, CACHE_ENABLED: 'false' } }) : null
+          startService({ entry: cli, env: profiled(`cached${side}`, env) }),
+          uncached ? startService({ entry: cli, env: profiled(`uncached${side}`, { ...env, CACHE_ENABLED: 'false' }) }) : null
         ])
         running.push(cached, plain)
         lists.push(await cases({ db, baseline, cached, uncached: plain, redis, connections }))
@@ -78,7 +84,7 @@ export async function runBench ({ service, dataset, uncached = false, duration =
           const b = label(lists[1][k], base.label)
           return [b, { ...label(c, 'this tree'), pairOf: b.name }]
         })
-      : await withSameBytes(lists[0], running)
+      : await withSameBytes(lists[0], running, profiled)
     const hello = (label) => baselineConnections.map((conn) =>
       ({ name: `bare Fastify GET /hello (${label})`, url: baseline.url, path: () => '/hello', connections: conn, baseline: true }))
     list = [...hello('baseline'), ...list, ...hello('baseline, again')]
@@ -101,7 +107,7 @@ export async function runBench ({ service, dataset, uncached = false, duration =
  * drawn from it: bare Fastify answering each path with the bytes the service sent for it, then the
  * service. The service answered each path once already (its cache is warm for them).
  */
-async function withSameBytes (list, running) {
+async function withSameBytes (list, running, profiled) {
   const pairs = list.filter((c) => c.sameBytes)
   if (!pairs.length) return list
   const bodies = {}
@@ -120,7 +126,7 @@ async function withSameBytes (list, running) {
   let same
   try {
     writeFileSync(join(dir, 'bodies.json'), JSON.stringify(bodies))
-    same = await startService({ entry: `${root}scripts/bench/hello.js`, env: { BODIES: join(dir, 'bodies.json') } })
+    same = await startService({ entry: `${root}scripts/bench/hello.js`, env: profiled('same-bytes', { BODIES: join(dir, 'bodies.json') }) })
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
