@@ -219,25 +219,22 @@ function redisStore (config, log) {
   // Redis wake-up each; on a busy worker those system calls were most of a cached read's CPU. A batch
   // leaves as soon as the turn ends, beside any still in flight: no read waits for another's answer,
   // so CACHE_TIMEOUT_MS still bounds each.
-  let batch = null // key -> [{ resolve, reject }] of this turn's reads
-  const batched = (key) => new Promise((resolve, reject) => {
+  let batch = null // key -> the read of it this turn (one per key, whoever asked)
+  const batched = (key) => {
     if (!batch) {
       batch = new Map()
       setImmediate(flush)
     }
-    const waiting = batch.get(key)
-    if (waiting) waiting.push({ resolve, reject })
-    else batch.set(key, [{ resolve, reject }])
-  })
+    let read = batch.get(key)
+    if (!read) batch.set(key, read = Promise.withResolvers())
+    return read.promise
+  }
   function flush () {
-    const reads = batch
+    const reads = [...batch]
     batch = null
-    const keys = [...reads.keys()]
-    redis.mget(keys).then((values) => {
-      for (let i = 0; i < keys.length; i++) for (const r of reads.get(keys[i])) r.resolve(values[i])
-    }, (err) => {
-      for (const waiting of reads.values()) for (const r of waiting) r.reject(err)
-    })
+    redis.mget(reads.map(([key]) => key)).then(
+      (values) => reads.forEach(([, read], i) => read.resolve(values[i])),
+      (err) => reads.forEach(([, read]) => read.reject(err)))
   }
   const read = (key) => guard(() => batched(key))
   return {
