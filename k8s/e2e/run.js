@@ -241,7 +241,13 @@ async function install () {
 function helmTest () {
   const r = run('helm', ['test', RELEASE, '-n', NS, '--timeout', '5m'], { ok: true })
   const suites = [...r.stdout.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+(\S+)/g)].map(([, name, phase]) => `${name} ${phase}`)
-  if (r.code !== 0) throw new Error(`helm test failed:\n${r.stdout}${r.stderr}`)
+  if (r.code !== 0) {
+    // A failed test pod is kept (hook-delete-policy: hook-succeeded): what it printed says which URL
+    // answered what (or that it could not connect).
+    const failed = [...r.stdout.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+Failed/g)].map(([, name]) => name)
+    const logs = failed.map((pod) => `--- ${pod}:\n${kubectl(['logs', '-n', NS, `pod/${pod}`], { ok: true }).stdout.trim()}`).join('\n')
+    throw new Error(`helm test failed:\n${r.stdout}${r.stderr}${logs}`)
+  }
   return `${suites.filter((s) => s.endsWith('Succeeded')).length}/${suites.length} Succeeded`
 }
 
