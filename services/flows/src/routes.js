@@ -1,4 +1,4 @@
-import { queryDocument, httpError } from '@suite/kit'
+import { prepared, httpError, sharedReads } from '@suite/kit'
 import { createWriter } from './writer.js'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
@@ -31,16 +31,23 @@ export default async function routes (app) {
   })
 
   // A page of an hour's totals; when more keys follow, Link names the next page (keyset: it starts
-  // after this page's last key).
+  // after this page's last key). Identical GETs share one query and one serialization (sharedReads:
+  // never the answer of a query that began before the GET arrived), so a crowd polling the current
+  // hour costs a query per flush-like round, not one each.
+  const pages = sharedReads()
   app.get('/flows', { schema: schemas.listFlows }, async (request, reply) => {
     const { hour, limit, after_src_app: src = '', after_dest_app: dest = '', after_vpc_id: vpc = '' } = request.query
-    const rows = await queryDocument(pg, sql.page, [hour, src, dest, vpc, limit + 1])
-    if (rows.length > limit) {
-      rows.length = limit
-      const last = rows.at(-1)
-      const next = new URLSearchParams({ hour, limit, after_src_app: last.src_app, after_dest_app: last.dest_app, after_vpc_id: last.vpc_id })
-      reply.header('link', `</flows?${next}>; rel="next"`)
-    }
-    return rows
+    const { json, next } = await pages(JSON.stringify([hour, limit, src, dest, vpc]), async () => {
+      const { rows } = await pg.query(prepared(pg, sql.page, [hour, src, dest, vpc, limit + 1]))
+      let next
+      if (rows.length > limit) {
+        rows.length = limit
+        const last = rows.at(-1)
+        next = new URLSearchParams({ hour, limit, after_src_app: last.src_app, after_dest_app: last.dest_app, after_vpc_id: last.vpc_id })
+      }
+      return { json: reply.serialize(rows), next }
+    })
+    if (next) reply.header('link', `</flows?${next}>; rel="next"`)
+    return reply.type('application/json; charset=utf-8').send(json)
   })
 }

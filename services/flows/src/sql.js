@@ -47,12 +47,13 @@ export const pruneKeys = {
 // scan of the primary key (hour leads it; the row comparison uses its C collation), so a page costs
 // the same at any depth. The route asks for one key more than the page to know whether another page
 // follows. Totals are bigint, sent as text: exact past 2^53.
+// Plain rows, serialized by the route's response schema: building the JSON in PostgreSQL
+// (json_build_object per row, json_agg) cost it twice the time of the scan for a page of 100 keys
+// (pgbench, prepared: 0.365 ms → 0.181 ms a page), and the worker then parsed that JSON only to
+// serialize it again.
 export const page = {
   name: 'flows_page',
-  text: `SELECT coalesce(json_agg(json_build_object(
-      'src_app', src_app, 'dest_app', dest_app, 'vpc_id', vpc_id,
-      'bytes_tx', bytes_tx::text, 'bytes_rx', bytes_rx::text, 'hour', hour
-    ) ORDER BY src_app, dest_app, vpc_id), '[]') AS json
-    FROM (SELECT * FROM flows WHERE hour = $1 AND (hour, src_app, dest_app, vpc_id) > ($1, $2, $3, $4)
-      ORDER BY src_app, dest_app, vpc_id LIMIT $5) page`
+  text: `SELECT src_app, dest_app, vpc_id, bytes_tx::text AS bytes_tx, bytes_rx::text AS bytes_rx, hour
+    FROM flows WHERE hour = $1 AND (hour, src_app, dest_app, vpc_id) > ($1, $2, $3, $4)
+    ORDER BY src_app, dest_app, vpc_id LIMIT $5`
 }

@@ -2,7 +2,7 @@
 // group commit and its failure modes.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { conforms, checkErrorContract, raw } from '@suite/kit/testing'
+import { conforms, checkErrorContract, raw, keepAliveLoad } from '@suite/kit/testing'
 import { request } from 'node:http'
 import pg from 'pg'
 import * as schemas from '../src/schemas.js'
@@ -267,6 +267,26 @@ test('group commit: concurrent POSTs share flushes, and each is answered after i
   assert.ok(flushes < n / 3, `${n} requests in ${flushes} flushes`)
   const hot = (await get(service.url, '/flows?hour=70')).body.find((f) => f.src_app === 'hot')
   assert.deepEqual([hot.bytes_tx, hot.bytes_rx], [String(n), String(2 * n)])
+})
+
+test('with identical GETs polling a page, a GET always sees every POST acknowledged before it was sent', async () => {
+  // 16 clients poll the same page without a pause, so its GETs share queries; any cache of the
+  // answer would miss the POST acknowledged just before. (That a shared read never joins a query begun
+  // before it arrived, a window too short to hit here at will, is the kit's sharedReads test.)
+  let done = false
+  const crowd = keepAliveLoad({ url: service.url, paths: ['/flows?hour=71'], clients: 16, until: () => done })
+  try {
+    for (let i = 1; i <= 60; i++) {
+      assert.equal((await post(service.url, [flow('raw', 'x', 'v', 1, 2, 71)])).status, 200)
+      const res = conforms(schemas.listFlows, await get(service.url, '/flows?hour=71'))
+      assert.deepEqual([res.body[0].bytes_tx, res.body[0].bytes_rx], [String(i), String(2 * i)], `after POST ${i}`)
+    }
+  } finally {
+    done = true
+  }
+  const { statuses, errors } = await crowd
+  assert.deepEqual(errors, {})
+  assert.deepEqual(Object.keys(statuses), ['200'])
 })
 
 test('the OpenAPI document describes both routes and their limits', async () => {

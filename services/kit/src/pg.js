@@ -138,3 +138,35 @@ export async function withClient (pool, fn) {
     client.release(lost)
   }
 }
+
+/**
+ * Reads of one key share one load, the read side of group commit: a read that arrives while its key's
+ * load is in flight waits for that load to end and then shares the next one with every read that
+ * arrived meanwhile. A read never gets the answer of a load that began before it arrived, so it sees
+ * every write acknowledged before it was sent: sharing changes the cost, never the answer. Under a
+ * crowd of identical reads (dashboards polling one page) one query answers them all; alone, a read
+ * runs its load at once. A read waits for at most two loads (the one in flight, then its own), each
+ * bounded by the load's own timeouts; nothing is kept once a key's loads are done.
+ * Returns read(key, load): load() is the first waiting read's, called once for all of them.
+ */
+export function sharedReads () {
+  const keys = new Map() // key -> { running, next: { promise, resolve, reject, load } | null }
+  function start (key, state) {
+    const group = state.next
+    state.next = null
+    state.running = true
+    new Promise((resolve) => resolve(group.load())).then(group.resolve, group.reject).finally(() => {
+      state.running = false
+      if (state.next) start(key, state)
+      else keys.delete(key)
+    })
+  }
+  return function read (key, load) {
+    let state = keys.get(key)
+    if (!state) keys.set(key, state = { running: false, next: null })
+    state.next ??= { ...Promise.withResolvers(), load }
+    const { promise } = state.next
+    if (!state.running) start(key, state)
+    return promise
+  }
+}
