@@ -1,5 +1,5 @@
-// Group commit, one writer per worker thread. Concurrent POSTs arriving within FLOWS_BATCH_WINDOW_MS
-// (or while the previous flush is in flight) join one group; their records are summed in memory by
+// Group commit, one writer per worker thread. Concurrent POSTs arriving while the previous flush is in
+// flight (or within FLOWS_BATCH_WINDOW_MS, when set) join one group; their records are summed in memory by
 // key as they arrive, and the group is written as ONE upsert in ONE transaction. Every request of the
 // group is answered after that COMMIT (so 200 means durable: kill -9 loses nothing acknowledged), or
 // every one gets the error: nothing of the group is stored, except when the connection was lost while
@@ -51,12 +51,14 @@ export function createWriter ({ pool, config, registry, log }) {
       addAll(open.rows, records)
       if (flushing) return // the flusher takes this group as soon as the current flush commits
       if (closed.length || open.records >= maxRecords) next()
-      else timer ??= setTimeout(next, windowMs)
+      // No window (0): the group is written once this turn of the event loop has read every request
+      // that came in with this one; the next group fills while it commits.
+      else timer ??= windowMs ? setTimeout(next, windowMs) : setImmediate(next)
     })
   }
 
   async function next () {
-    clearTimeout(timer)
+    if (timer) windowMs ? clearTimeout(timer) : clearImmediate(timer)
     timer = null
     if (!closed.length && open.requests.length) { closed.push(open); open = newGroup() }
     const group = closed.shift()
