@@ -17,7 +17,8 @@ export const usage = {
   examples: [
     'npm run bench',
     'npm run bench -- --only product,menu --duration 20 --menus 1000000',
-    'npm run bench -- --only flows --workers 2'
+    'npm run bench -- --only flows --workers 2',
+    'npm run bench -- --traffic original --only profile --duration 20'
   ]
 }
 
@@ -26,7 +27,7 @@ await runCommand('bench', usage, async (values) => {
   const rows = []
   for (const name of names) rows.push(...await benches[name].run(numbers))
 
-  console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; data: ${SIZE_NAMES.map((k) => `${numbers[k]} ${k}`).join(', ')}`)
+  console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; ${numbers.traffic === 'original' ? 'the originals\' traffic; ' : ''}data: ${SIZE_NAMES.map((k) => `${numbers[k]} ${k}`).join(', ')}`)
   console.log('Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.\n')
   console.log(table(rows))
   for (const name of names) {
@@ -36,6 +37,6 @@ await runCommand('bench', usage, async (values) => {
     ]
     if (!targets.length) continue
     console.log(`\n| ${name} target | result | met |\n| --- | --- | --- |`)
-    for (const [target, met, value] of targets) console.log(`| ${target} | ${value} | ${met ? 'yes' : 'NO'} |`)
+    for (const [target, met, value] of targets) console.log(`| ${target} | ${value} | ${met === undefined ? '—' : met ? 'yes' : 'NO'} |`)
   }
 })

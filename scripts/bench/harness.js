@@ -6,7 +6,7 @@
 // A case marked `sameBytes` is also measured against bare Fastify sending the very bytes it sent
 // (hello.js with BODIES), right before it, on the same sample of paths: the kit's own cost.
 import { fileURLToPath } from 'node:url'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -27,9 +27,11 @@ const SAME_BYTES_SAMPLE = 1000 // paths drawn from a sameBytes case, fetched onc
  * @param {number[]} [o.baselineConnections]  the baseline at each of these (default: connections)
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
  *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | request(), rate?,
- *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics),
+ *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics; [sum, count] a
+ *   histogram's mean; a function (before, after) of the two scrapes),
  *   sameBytes? (a GET case: also measured on a sample of its paths against bare Fastify sending the
- *   same bytes) };
+ *   same bytes), pid? (the service's process: its CPU per request and RSS go into the notes), cold? (no
+ *   warm-up second before it is measured) };
  *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
@@ -187,15 +189,40 @@ async function measure (c, { service, duration, connections }) {
   // its answer came.
   const draw = c.request ?? (() => ({ method: 'GET', path: c.path() }))
   const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, workers: row.connections, name: `${service}: ${c.name}` })
-  await load(1) // warm-up, not counted: JIT, connections, PostgreSQL's buffers
+  if (!c.cold) await load(1) // warm-up, not counted: JIT, connections, PostgreSQL's buffers (a cold case measures its first second too)
   const before = c.counters && (await get(c.url, '/metrics')).body
+  const cpuBefore = c.pid && cpuSeconds(c.pid)
   const f = await load(duration)
   if (c.counters) {
     const after = (await get(c.url, '/metrics')).body
     row.counters = Object.fromEntries(Object.entries(c.counters).map(([label, name]) =>
-      [label, Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / f.seconds]))
+      [label, typeof name === 'function' ? name(before, after) : Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / f.seconds]))
+  }
+  if (c.pid) {
+    // The whole service process (main thread and workers) over the measured run, per request answered.
+    row.counters = { ...row.counters, 'CPU µs/req': 1e6 * (cpuSeconds(c.pid) - cpuBefore) / f.requests, 'RSS MB': rssBytes(c.pid) / 2 ** 20 }
   }
   return [{ ...row, rps: f.rps, p50: f.p50, p99: f.p99, errors: f.statuses[0] ?? 0, non2xx: non2xx(f) }]
+}
+
+// CPU time of a process, all its threads (user + system, in clock ticks of 1/100 s), and its resident memory.
+const cpuSeconds = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').slice(11, 13).reduce((a, t) => a + Number(t), 0) / 100
+const rssBytes = (pid) => 1024 * Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1])
+
+/** A `counters` entry: the share of cache lookups that were hits over the case, in percent. */
+export const hitRatio = (before, after) => {
+  const d = (result) => metric(after, 'cache_requests_total', { result }) - metric(before, 'cache_requests_total', { result })
+  return 100 * d('hit') / (d('hit') + d('miss') + d('error'))
+}
+
+// The 20 hot ids of the originals' own load script (profile's database/stresstest/get.js: 75% of GETs
+// on these, 25% uniform), for a data set of `n` ids (they are all ≤ 10M; a smaller set folds them in).
+const ORIGINAL_HOT_IDS = [3352999, 6921999, 8115999, 3984999, 3473999, 855999, 1103999, 4168999, 1477999, 1579992,
+  9905999, 6549999, 5399992, 8537999, 6858999, 8009992, 4499999, 1017999, 8508999, 9967999]
+export function originalTraffic (n) {
+  const hot = ORIGINAL_HOT_IDS.map((id) => ((id - 1) % n) + 1)
+  const uniform = () => 1 + Math.floor(Math.random() * n)
+  return { hot: () => pick(hot), uniform, mix: () => (Math.random() < 0.75 ? pick(hot) : uniform()) }
 }
 
 // Answers other than 2xx (status 0 is no answer: an error, counted apart).

@@ -1,7 +1,7 @@
 // What npm run bench and bench:compare share: the services' benchmarks, and the options that choose
 // and size them (--only, --duration, --workers, --connections, each data set's size).
 import { resolve } from 'node:path'
-import { someOf, wholeNumber } from '@suite/kit/args'
+import { someOf, oneOf, wholeNumber, UsageError } from '@suite/kit/args'
 import * as product from './product.js'
 import * as profile from './profile.js'
 import * as menu from './menu.js'
@@ -9,6 +9,8 @@ import * as flows from './flows.js'
 
 export const benches = { product, profile, menu, flows }
 const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))
+const originalSizes = Object.assign({}, ...Object.values(benches).map((b) => b.originalDefaults))
+delete originalSizes.connections
 export const SIZE_NAMES = Object.keys(sizes)
 
 /** The options of both commands; `only` defaults to `onlyDefault`. */
@@ -16,21 +18,30 @@ export const benchOptions = (onlyDefault) => ({
   only: { type: 'string', value: 'S,S,…', default: onlyDefault, help: 'the services to measure' },
   duration: { type: 'string', value: 'SECONDS', default: '10', help: 'per case' },
   workers: { type: 'string', value: 'N', default: '1', help: 'WORKERS threads of each service' },
-  connections: { type: 'string', value: 'N', help: 'connections of the throughput cases (default: 50; flows: 32 and 256)' },
+  connections: { type: 'string', value: 'N', help: 'connections of the throughput cases (default: 50; flows: 32 and 256; 60 with --traffic original)' },
+  traffic: { type: 'string', value: 'KIND', default: 'mix', help: 'mix: each service\'s routes on its own data set, warmed; original: profile and menu on their originals\' own traffic and scale (10M rows, 60 connections, from a cold start; the data is generated and loaded once, which takes minutes), with the read-path targets' },
   'cpu-prof': { type: 'string', value: 'DIR', help: 'a V8 CPU profile of every thread of every server the run starts, into DIR/<service>-<cached|uncached|hello|same-bytes> (open them in Chrome DevTools or speedscope)' },
-  ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', default: String(v), help: `${k} in the data set` }]))
+  ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', help: `${k} in the data set (default: ${v}${originalSizes[k] ? `; ${originalSizes[k]} with --traffic original` : ''})` }]))
 })
 
 /** The parsed options: { names, numbers } — the services, and what each bench's run() takes. */
 export function benchValues (values) {
+  const traffic = oneOf(values, 'traffic', ['mix', 'original'])
+  const names = someOf(values, 'only', Object.keys(benches))
+  const without = names.filter((n) => traffic === 'original' && !benches[n].originalDefaults)
+  if (without.length) throw new UsageError(`--traffic original: ${without.join(', ')} has no original traffic (use --only ${Object.keys(benches).filter((n) => benches[n].originalDefaults).join(',')})`)
+  const given = (k) => values[k] !== undefined
   return {
-    names: someOf(values, 'only', Object.keys(benches)),
+    names,
     numbers: {
+      traffic,
       duration: wholeNumber(values, 'duration', { min: 1 }),
       workers: wholeNumber(values, 'workers', { min: 1 }),
-      ...(values.connections !== undefined && { connections: wholeNumber(values, 'connections', { min: 1 }) }),
-      ...(values['cpu-prof'] !== undefined && { cpuProf: resolve(values['cpu-prof']) }),
-      ...Object.fromEntries(SIZE_NAMES.map((k) => [k, wholeNumber(values, k, { min: 1 })]))
+      ...(given('connections')
+        ? { connections: wholeNumber(values, 'connections', { min: 1 }) }
+        : traffic === 'original' && { connections: benches[names[0]].originalDefaults.connections }),
+      ...(given('cpu-prof') && { cpuProf: resolve(values['cpu-prof']) }),
+      ...Object.fromEntries(SIZE_NAMES.map((k) => [k, given(k) ? wholeNumber(values, k, { min: 1 }) : (traffic === 'original' && originalSizes[k]) || sizes[k]]))
     }
   }
 }

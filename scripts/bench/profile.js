@@ -2,17 +2,20 @@
 // (every restaurant read once first: the steady state of a running service, not its first minute)
 // and uncached, and writes: PUT and PATCH alternating on uniform ids, each committed, version bumped
 // and two cache keys invalidated before it answers.
-import { runBench, pick, warm } from './harness.js'
+// --traffic original: the original's own load script at its own scale instead (see originalCases).
+import { runBench, pick, warm, hitRatio, originalTraffic } from './harness.js'
 
 export const defaults = { restaurants: 100_000 }
+export const originalDefaults = { restaurants: 10_000_000, connections: 60 }
 
-export function run ({ restaurants = defaults.restaurants, ...opts }) {
+export function run ({ restaurants = defaults.restaurants, traffic = 'mix', ...opts }) {
   return runBench({
     ...opts,
     service: 'profile',
     dataset: { count: 'restaurants', size: restaurants },
-    uncached: true,
+    uncached: traffic !== 'original',
     async cases ({ db, cached, uncached }) {
+      if (traffic === 'original') return originalCases(cached, restaurants)
       const ids = (await db.query('SELECT id FROM restaurants ORDER BY id')).rows.map((r) => r.id)
       const hot = ids.slice(0, 20)
       const mix = () => (Math.random() < 0.75 ? pick(hot) : pick(ids))
@@ -33,4 +36,54 @@ export function run ({ restaurants = defaults.restaurants, ...opts }) {
       ]
     }
   })
+}
+
+// The original's own stress test (its database/stresstest/get.js) on GET /restaurants/:id/profile:
+// 75% on its 20 hot ids, 25% uniform over every restaurant, from a cold start (Redis empty, no
+// warm-up): the first case is what a new deployment meets. Then each part alone (hot: nearly all
+// hits; uniform over 10M: nearly all misses), from which the CPU per hit and per miss follow, and the
+// mix at a fixed arrival rate for its latency.
+function originalCases (service, n) {
+  const t = originalTraffic(n)
+  const path = (id) => () => `/restaurants/${id()}/profile`
+  const c = { url: service.url, pid: service.child.pid, counters: { 'hits %': hitRatio } }
+  return [
+    { ...c, name: 'original mix (75% on 20 hot ids), cold start', path: path(t.mix), cold: true },
+    { ...c, name: 'hot ids only', path: path(t.hot) },
+    { ...c, name: 'uniform ids only', path: path(t.uniform) },
+    { name: 'original mix', url: service.url, path: path(t.mix), rate: 2000 }
+  ]
+}
+
+/** --traffic original: profile's issue targets, and the CPU per hit and per miss, from this run's rows. */
+export function targets (rows) {
+  return originalTargets(rows, 'profile', 'original mix (75% on 20 hot ids), cold start')
+}
+
+/**
+ * The read-path issue's targets on the originals' traffic: the cold mix ≥ 45% of bare Fastify hello
+ * in the same run, one worker's process ≤ 150 MB RSS, and the CPU per hit and per miss solved from the
+ * hot-only and uniform-only cases (each a mix of hits and misses in a known ratio).
+ */
+export function originalTargets (rows, service, mixCase) {
+  const own = rows.filter((r) => r.service === service)
+  const mix = own.find((r) => r.case === mixCase)
+  if (!mix) return []
+  const hello = own.filter((r) => r.baseline && r.connections === mix.connections)
+  const share = mix.rps / (hello.reduce((a, r) => a + r.rps, 0) / hello.length)
+  const rss = Math.max(...own.filter((r) => r.counters?.['RSS MB']).map((r) => r.counters['RSS MB']))
+  const hot = own.find((r) => r.case === 'hot ids only')?.counters
+  const uniform = own.find((r) => r.case === 'uniform ids only')?.counters
+  const out = [
+    [`${mixCase} ≥ 45% of bare Fastify hello`, share >= 0.45, `${Math.round(100 * share)}%`],
+    ['RSS of the process (one worker: WORKERS=1) ≤ 150 MB', rss <= 150, `${Math.round(rss)} MB`]
+  ]
+  if (hot && uniform) {
+    // cpu = h·hit + (1−h)·miss for both cases: two equations, two unknowns.
+    const [h1, c1, h2, c2] = [hot['hits %'] / 100, hot['CPU µs/req'], uniform['hits %'] / 100, uniform['CPU µs/req']]
+    const miss = (c2 * h1 - c1 * h2) / (h1 - h2)
+    const hit = (c1 - (1 - h1) * miss) / h1
+    if (Number.isFinite(hit) && Number.isFinite(miss)) out.push(['CPU per cached read (hit) / per miss, solved from the two cases', undefined, `${Math.round(hit)} µs / ${Math.round(miss)} µs`])
+  }
+  return out
 }
