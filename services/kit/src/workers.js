@@ -94,7 +94,8 @@ export async function runWorkers (service, config, log) {
   function spawn (id) {
     return new Promise((resolve, reject) => {
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
-        workerData: { serviceUrl: service.url, id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config, database: database.state }
+        workerData: { serviceUrl: service.url, id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config, database: database.state },
+        resourceLimits: { maxYoungGenerationSizeMb: config.WORKER_YOUNG_GENERATION_MB }
       })
       workers.set(id, worker)
       worker.on('message', async (msg) => {
