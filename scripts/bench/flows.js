@@ -1,7 +1,7 @@
 // The flows service: POSTs of 5 records at 32 and 256 connections, on hot keys (every record on one
 // of 8 keys of one hour: the contention the original deadlocked on) and on spread keys (drawn from
 // 100,000 per hour), and GET of an hour's 100 totals. "rows/s": records acknowledged, so committed,
-// per second; "req/flush": POSTs per group-commit flush.
+// per second; "req/flush": POSTs per group-commit flush; the service process's CPU per request and RSS.
 import { runBench } from './harness.js'
 
 const BATCH = 5
@@ -30,14 +30,15 @@ export function run (opts) {
         url: flows.url,
         connections,
         request: () => ({ method: 'POST', path: '/flows', body: batch() }),
-        counters: { 'rows/s': 'flows_records_committed_total', 'req/flush': ['flows_flush_requests_sum', 'flows_flush_requests_count'] }
+        counters: { 'rows/s': 'flows_records_committed_total', 'req/flush': ['flows_flush_requests_sum', 'flows_flush_requests_count'] },
+        pid: flows.child.pid
       })
       return [
         post('hot', hot, 32),
         post('spread', spread, 32),
         post('hot', hot, 256),
         post('spread', spread, 256),
-        { name: 'GET /flows?hour=N (100 keys)', url: flows.url, path: () => `/flows?hour=${GET_HOUR}` }
+        { name: 'GET /flows?hour=N (100 keys)', url: flows.url, path: () => `/flows?hour=${GET_HOUR}`, pid: flows.child.pid }
       ]
     }
   })
