@@ -225,6 +225,37 @@ export function originalTraffic (n) {
   return { hot: () => pick(hot), uniform, mix: () => (Math.random() < 0.75 ? pick(hot) : uniform()) }
 }
 
+// The connections of that script, the default of every --traffic original case.
+export const ORIGINAL_CONNECTIONS = 60
+
+/**
+ * The read-path issue's targets on the originals' traffic: the cold mix ≥ 45% of bare Fastify hello
+ * in the same run, one worker's process ≤ 150 MB RSS, and the CPU per hit and per miss solved from the
+ * hot-only and uniform-only cases (each a mix of hits and misses in a known ratio).
+ */
+export function originalTargets (rows, service, mixCase) {
+  const own = rows.filter((r) => r.service === service)
+  const mix = own.find((r) => r.case === mixCase)
+  if (!mix) return []
+  const hello = own.filter((r) => r.baseline && r.connections === mix.connections)
+  const share = mix.rps / (hello.reduce((a, r) => a + r.rps, 0) / hello.length)
+  const rss = Math.max(...own.filter((r) => r.counters?.['RSS MB']).map((r) => r.counters['RSS MB']))
+  const hot = own.find((r) => r.case === 'hot ids only')?.counters
+  const uniform = own.find((r) => r.case === 'uniform ids only')?.counters
+  const out = [
+    [`${mixCase} ≥ 45% of bare Fastify hello`, share >= 0.45, `${Math.round(100 * share)}%`],
+    ['RSS of the process (one worker: WORKERS=1) ≤ 150 MB', rss <= 150, `${Math.round(rss)} MB`]
+  ]
+  if (hot && uniform) {
+    // cpu = h·hit + (1−h)·miss for both cases: two equations, two unknowns.
+    const [h1, c1, h2, c2] = [hot['hits %'] / 100, hot['CPU µs/req'], uniform['hits %'] / 100, uniform['CPU µs/req']]
+    const miss = (c2 * h1 - c1 * h2) / (h1 - h2)
+    const hit = (c1 - (1 - h1) * miss) / h1
+    if (Number.isFinite(hit) && Number.isFinite(miss)) out.push(['CPU per cached read (hit) / per miss, solved from the two cases', undefined, `${Math.round(hit)} µs / ${Math.round(miss)} µs`])
+  }
+  return out
+}
+
 // Answers other than 2xx (status 0 is no answer: an error, counted apart).
 const non2xx = (f) => Object.entries(f.statuses).reduce((n, [code, k]) => n + (code !== '0' && (code < 200 || code >= 300) ? k : 0), 0)
 

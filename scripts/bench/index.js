@@ -6,11 +6,11 @@ import * as product from './product.js'
 import * as profile from './profile.js'
 import * as menu from './menu.js'
 import * as flows from './flows.js'
+import { ORIGINAL_CONNECTIONS } from './harness.js'
 
 export const benches = { product, profile, menu, flows }
 const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))
 const originalSizes = Object.assign({}, ...Object.values(benches).map((b) => b.originalDefaults))
-delete originalSizes.connections
 export const SIZE_NAMES = Object.keys(sizes)
 
 /** The options of both commands; `only` defaults to `onlyDefault`. */
@@ -18,7 +18,7 @@ export const benchOptions = (onlyDefault) => ({
   only: { type: 'string', value: 'S,S,…', default: onlyDefault, help: 'the services to measure' },
   duration: { type: 'string', value: 'SECONDS', default: '10', help: 'per case' },
   workers: { type: 'string', value: 'N', default: '1', help: 'WORKERS threads of each service' },
-  connections: { type: 'string', value: 'N', help: 'connections of the throughput cases (default: 50; flows: 32 and 256; 60 with --traffic original)' },
+  connections: { type: 'string', value: 'N', help: `connections of the throughput cases (default: 50; flows: 32 and 256; ${ORIGINAL_CONNECTIONS} with --traffic original)` },
   traffic: { type: 'string', value: 'KIND', default: 'mix', help: 'mix: each service\'s routes on its own data set, warmed; original: profile and menu on their originals\' own traffic and scale (10M rows, 60 connections, from a cold start; the data is generated and loaded once, which takes minutes), with the read-path targets' },
   'cpu-prof': { type: 'string', value: 'DIR', help: 'a V8 CPU profile of every thread of every server the run starts, into DIR/<service>-<cached|uncached|hello|same-bytes> (open them in Chrome DevTools or speedscope)' },
   ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', help: `${k} in the data set (default: ${v}${originalSizes[k] ? `; ${originalSizes[k]} with --traffic original` : ''})` }]))
@@ -39,7 +39,7 @@ export function benchValues (values) {
       workers: wholeNumber(values, 'workers', { min: 1 }),
       ...(given('connections')
         ? { connections: wholeNumber(values, 'connections', { min: 1 }) }
-        : traffic === 'original' && { connections: benches[names[0]].originalDefaults.connections }),
+        : traffic === 'original' && { connections: ORIGINAL_CONNECTIONS }),
       ...(given('cpu-prof') && { cpuProf: resolve(values['cpu-prof']) }),
       ...Object.fromEntries(SIZE_NAMES.map((k) => [k, given(k) ? wholeNumber(values, k, { min: 1 }) : (traffic === 'original' && originalSizes[k]) || sizes[k]]))
     }

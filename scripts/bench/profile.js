@@ -3,10 +3,10 @@
 // and uncached, and writes: PUT and PATCH alternating on uniform ids, each committed, version bumped
 // and two cache keys invalidated before it answers.
 // --traffic original: the original's own load script at its own scale instead (see originalCases).
-import { runBench, pick, warm, hitRatio, originalTraffic } from './harness.js'
+import { runBench, pick, warm, hitRatio, originalTraffic, originalTargets } from './harness.js'
 
 export const defaults = { restaurants: 100_000 }
-export const originalDefaults = { restaurants: 10_000_000, connections: 60 }
+export const originalDefaults = { restaurants: 10_000_000 }
 
 export function run ({ restaurants = defaults.restaurants, traffic = 'mix', ...opts }) {
   return runBench({
@@ -58,32 +58,4 @@ function originalCases (service, n) {
 /** --traffic original: profile's issue targets, and the CPU per hit and per miss, from this run's rows. */
 export function targets (rows) {
   return originalTargets(rows, 'profile', 'original mix (75% on 20 hot ids), cold start')
-}
-
-/**
- * The read-path issue's targets on the originals' traffic: the cold mix ≥ 45% of bare Fastify hello
- * in the same run, one worker's process ≤ 150 MB RSS, and the CPU per hit and per miss solved from the
- * hot-only and uniform-only cases (each a mix of hits and misses in a known ratio).
- */
-export function originalTargets (rows, service, mixCase) {
-  const own = rows.filter((r) => r.service === service)
-  const mix = own.find((r) => r.case === mixCase)
-  if (!mix) return []
-  const hello = own.filter((r) => r.baseline && r.connections === mix.connections)
-  const share = mix.rps / (hello.reduce((a, r) => a + r.rps, 0) / hello.length)
-  const rss = Math.max(...own.filter((r) => r.counters?.['RSS MB']).map((r) => r.counters['RSS MB']))
-  const hot = own.find((r) => r.case === 'hot ids only')?.counters
-  const uniform = own.find((r) => r.case === 'uniform ids only')?.counters
-  const out = [
-    [`${mixCase} ≥ 45% of bare Fastify hello`, share >= 0.45, `${Math.round(100 * share)}%`],
-    ['RSS of the process (one worker: WORKERS=1) ≤ 150 MB', rss <= 150, `${Math.round(rss)} MB`]
-  ]
-  if (hot && uniform) {
-    // cpu = h·hit + (1−h)·miss for both cases: two equations, two unknowns.
-    const [h1, c1, h2, c2] = [hot['hits %'] / 100, hot['CPU µs/req'], uniform['hits %'] / 100, uniform['CPU µs/req']]
-    const miss = (c2 * h1 - c1 * h2) / (h1 - h2)
-    const hit = (c1 - (1 - h1) * miss) / h1
-    if (Number.isFinite(hit) && Number.isFinite(miss)) out.push(['CPU per cached read (hit) / per miss, solved from the two cases', undefined, `${Math.round(hit)} µs / ${Math.round(miss)} µs`])
-  }
-  return out
 }
