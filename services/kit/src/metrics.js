@@ -2,6 +2,7 @@
 // worker asks the main thread, which gathers every worker's registry and sums them (workers.js), so
 // one scrape always shows the whole pod.
 import client from 'prom-client'
+import { getHeapStatistics } from 'node:v8'
 
 // Fine at the bottom: a cache hit is answered in well under a millisecond.
 const LAG_SAMPLE_MS = 10
@@ -42,6 +43,19 @@ export function createMetrics ({ worker = 0 } = {}) {
     name: 'service_workers',
     help: 'worker threads serving (listening on the port)',
     collect () { this.set(m.serving ? 1 : 0) }
+  }))
+
+  // The process metrics (nodejs_heap_*) are the main thread's; each worker's own V8 heap is here,
+  // so a pod's memory can be split between its threads.
+  new client.Gauge(opts({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
+    name: 'worker_heap_bytes',
+    help: 'V8 heap of each worker thread: total (reserved by its spaces) and used',
+    labelNames: ['worker', 'kind'],
+    collect () {
+      const heap = getHeapStatistics()
+      this.set({ worker: m.worker, kind: 'total' }, heap.total_heap_size)
+      this.set({ worker: m.worker, kind: 'used' }, heap.used_heap_size)
+    }
   }))
 
   // Event-loop delay as a cumulative histogram: how late a 10 ms timer fires, every time. Counters

@@ -90,6 +90,10 @@ test('two workers serve one port and one scrape shows the sum of both', async ()
       const perWorker = [0, 1].map((w) => metric(text, 'http_requests_by_worker_total', { worker: w }))
       assert.ok(perWorker.every((c) => c > 0), `both workers served: ${perWorker}`)
       assert.ok(text.includes('process_cpu_seconds_total'), 'process metrics come once, from the main thread')
+      for (const worker of [0, 1]) {
+        const [total, used] = ['total', 'used'].map((kind) => metric(text, 'worker_heap_bytes', { worker, kind }))
+        assert.ok(used > 1e6 && used <= total, `worker ${worker}'s own heap: ${used} of ${total} bytes`)
+      }
     }
   } finally {
     assert.equal((await svc.stop()).code, 0)
