@@ -5,11 +5,11 @@
 //   npm run bench:start [-- --sample-size N] [--workers N]
 import { spawn } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePortBlock } from '@suite/kit/testing'
 import { commandLine, wholeNumber } from '@suite/kit/args'
 import { SERVICES, PORT_OFFSETS } from '../services/list.js'
+import { launcherCommand } from './start-command.js'
 
 const values = commandLine('bench:start', {
   usage: 'npm run bench:start [-- --sample-size N] [--workers N]',
@@ -35,7 +35,8 @@ const nameOf = (pid) => {
 
 const port = await freePortBlock(PORT_OFFSETS)
 const { DATABASE_URL, DATABASE_PASSWORD, REDIS_URL, ...env } = process.env
-const child = spawn(process.execPath, [fileURLToPath(new URL('./start.js', import.meta.url))], {
+const [node, ...launcher] = launcherCommand()
+const child = spawn(node, launcher, {
   env: { ...env, PORT: String(port), SAMPLE_SIZE: values['sample-size'], LOG_LEVEL: 'warn', ...(values.workers && { WORKERS: values.workers }) },
   stdio: ['ignore', 'pipe', 'inherit']
 })

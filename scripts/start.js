@@ -7,7 +7,7 @@
 // The services listen on 127.0.0.1 (HOST to change it) and live only as long as this launcher: Ctrl-C,
 // SIGTERM or SIGHUP to it or to npm, or its parent going away, stops them all.
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
@@ -15,6 +15,7 @@ import pg from 'pg'
 import { migrate, redact, connectionOptions } from '@suite/kit'
 import { pgTarget, pgliteTarget } from '@suite/kit/etl'
 import { servePglite } from './pglite-server.js'
+import { emptyDataDir } from './pglite-datadir.js'
 import { SERVICES, PORT_OFFSETS } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -22,6 +23,7 @@ const PORT = Number(process.env.PORT ?? SERVICES[0].port) // the first service's
 const HOST = process.env.HOST ?? '127.0.0.1' // a laptop's quick start is not for the network
 const CHECK_HOST = ['0.0.0.0', '::'].includes(HOST) ? '127.0.0.1' : HOST.includes(':') ? `[${HOST}]` : HOST
 const SAMPLE_SIZE = Number(process.env.SAMPLE_SIZE ?? 2000) // products, restaurants and menus generated
+const READY_WAIT_MS = 60_000 // from a service's "listening" to its /readyz answering 200
 const log = (m) => console.log(`suite: ${redact(m)}`)
 
 // Each service of services/list.js on its port, moved by PORT as a whole (the first one's port).
@@ -40,6 +42,16 @@ for (const s of services) {
   await new Promise((resolve) => server.close(resolve))
 }
 
+// The embedded cluster's folders: one per launcher, named by its pid.
+const runsDir = `${root}.data/`
+function removeLeftRuns () {
+  const alive = (pid) => { try { return process.kill(pid, 0) } catch (err) { return err.code === 'EPERM' } }
+  for (const name of existsSync(runsDir) ? readdirSync(runsDir) : []) {
+    const pid = Number(/^pglite-run-(\d+)$/.exec(name)?.[1])
+    if (pid && !alive(pid)) rmSync(`${runsDir}${name}`, { recursive: true, force: true })
+  }
+}
+
 let databaseUrl = process.env.DATABASE_URL
 let databasePassword = process.env.DATABASE_PASSWORD
 let embedded
@@ -48,12 +60,22 @@ if (!databaseUrl) {
   const { PGlite } = await import('@electric-sql/pglite')
   // PostgreSQL's 128 MB of shared buffers would live in PGlite's WebAssembly memory, which never
   // shrinks; the samples fit in far less (npm run bench:start: 16 MB takes ~150 MB off the launcher).
-  const db = await PGlite.create({ startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'] })
+  // The cluster comes made (pglite-datadir.js): initdb here would leave ~300 MB more behind. Its
+  // files live in a folder of this run: in memory, PGlite keeps them in ArrayBuffers (~100 MB more
+  // RSS, growing with the data). Removed at stop, or by the next start if this one was killed.
+  removeLeftRuns()
+  const dataDir = `${runsDir}pglite-run-${process.pid}`
+  const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']
+  const create = (fresh) => {
+    rmSync(dataDir, { recursive: true, force: true })
+    return PGlite.create({ dataDir, startParams, loadDataDir: emptyDataDir({ fresh }) })
+  }
+  const db = await create(false).catch(() => create(true)) // a kept tarball that does not load is made again
   const server = await servePglite(db) // loopback only, with a password made for this start
   databaseUrl = `postgres://postgres@127.0.0.1:${server.port}/postgres`
   databasePassword = server.password
-  embedded = { db, server }
-  log(`embedded PostgreSQL (PGlite, in memory) at ${databaseUrl} (password generated for this run)`)
+  embedded = { db, server, dataDir }
+  log(`embedded PostgreSQL (PGlite, files in .data/pglite-run-${process.pid}) at ${databaseUrl} (password generated for this run)`)
 }
 
 const client = new pg.Client(connectionOptions(databaseUrl, databasePassword))
@@ -81,9 +103,11 @@ const env = {
   // PGlite is one session behind a multiplexer: prepared statement names would collide, and its
   // connection limit is shared by 4 services × WORKERS pools. It answers one exchange at a time, for
   // all of them: a query may wait its turn longer than the kit's timeouts, made for a real server.
+  // One worker a service: a second one could not make that database faster, and costs ~35 MB RSS
+  // a service (npm run bench:start -- --workers 2).
   ...(embedded && {
     PG_PREPARED_STATEMENTS: 'false',
-    WORKERS: process.env.WORKERS ?? '2',
+    WORKERS: process.env.WORKERS ?? '1',
     PG_POOL_MAX: process.env.PG_POOL_MAX ?? '4',
     PG_CONNECT_TIMEOUT_MS: process.env.PG_CONNECT_TIMEOUT_MS ?? '10000',
     PG_STATEMENT_TIMEOUT_MS: process.env.PG_STATEMENT_TIMEOUT_MS ?? '10000',
@@ -116,7 +140,11 @@ async function stop (code) {
   stopping = true
   children.forEach((c) => c.kill('SIGTERM'))
   await Promise.all(children.map((c) => c.exitCode !== null || c.signalCode !== null ? null : once(c, 'exit')))
-  if (embedded) { await embedded.server.close(); await embedded.db.close() }
+  if (embedded) {
+    await embedded.server.close()
+    await embedded.db.close()
+    rmSync(embedded.dataDir, { recursive: true, force: true })
+  }
   process.exit(code)
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => stop(0))
@@ -136,14 +164,23 @@ for (const s of services) {
 }
 log(`listening on ${HOST} (HOST to change); cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)
 
-// Ready: the service itself said it listens on its port, and its /readyz answers 200.
+// Ready: the service itself said it listens on its port, and its /readyz answers 200 within
+// READY_WAIT_MS; each check may take 2 s (a port whose owner accepts and never answers must not hang us).
 async function waitReady (s, child) {
   const { code } = await child.listening
   if (code !== undefined || stopping) return new Promise(() => {}) // exited: stop() takes it from here
-  for (let i = 0; i < 600 && !stopping; i++) {
-    try { if ((await fetch(`http://${CHECK_HOST}:${s.port}/readyz`)).ok) return } catch {}
+  const until = Date.now() + READY_WAIT_MS
+  let last = 'no answer'
+  while (!stopping && Date.now() < until) {
+    try {
+      const answer = await fetch(`http://${CHECK_HOST}:${s.port}/readyz`, { signal: AbortSignal.timeout(2000) })
+      if (answer.ok) return
+      last = `${answer.status} ${(await answer.text()).slice(0, 200)}`
+    } catch (err) {
+      last = err.cause?.code ?? err.name
+    }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  if (!stopping) { log(`${s.name} did not become ready in 60 s; stopping`); await stop(1) }
+  if (!stopping) { log(`${s.name} did not become ready in ${READY_WAIT_MS / 1000} s (its last /readyz: ${last}); stopping`); await stop(1) }
   return new Promise(() => {})
 }

@@ -3,16 +3,17 @@
 // (SIGTERM to npm, SIGKILL to the launcher) stops every service it started.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { createServer as createHttpServer } from 'node:http'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
+import { readFileSync, existsSync, mkdirSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { get, processesWithEnv, freePortBlock } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
 import { SERVICES, PORT_OFFSETS } from '../services/list.js'
+import { launcherCommand } from './start-command.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -34,7 +35,7 @@ const freePorts = () => freePortBlock(PORT_OFFSETS)
 
 // `npm start` with no database or cache server (the embedded default) on PORT=port, or with `extra`
 // settings; its output gathers in `launched.out`. `command`: the launcher itself, or npm.
-function launch (port, sampleSize, extra = {}, command = [process.execPath, fileURLToPath(new URL('./start.js', import.meta.url))]) {
+function launch (port, sampleSize, extra = {}, command = launcherCommand()) {
   const { DATABASE_URL, DATABASE_PASSWORD, REDIS_URL, HOST, ...env } = process.env
   const child = spawn(command[0], command.slice(1), {
     cwd: root,
@@ -53,8 +54,13 @@ const SLOW = { timeout: 300_000 }
 
 test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, async () => {
   const port = await freePorts()
+  // The folder of a launcher that was killed (a pid that is gone): the next start removes it.
+  const gone = spawnSync(process.execPath, ['-e', '']).pid
+  const leftBehind = `${root}.data/pglite-run-${gone}`
+  mkdirSync(`${leftBehind}/base`, { recursive: true })
   const launched = launch(port, 300)
   const { child, exited } = launched
+  const runDir = `${root}.data/pglite-run-${child.pid}`
   try {
     for (let i = 0; i < 2400 && !launched.out.includes('product ready'); i++) {
       assert.equal(child.exitCode, null, launched.out)
@@ -97,10 +103,13 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, 
     })
     assert.equal(post.status, 200)
     assert.deepEqual((await get(flows, '/flows?hour=1')).body, [{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: '5', bytes_rx: '7', hour: 1 }])
+    assert.ok(existsSync(`${runDir}/PG_VERSION`), 'the embedded cluster\'s files are in the run\'s folder')
+    assert.ok(!existsSync(leftBehind), 'a killed launcher\'s folder is removed')
   } finally {
     child.kill('SIGTERM')
   }
   assert.deepEqual(await exited, { code: 0, signal: null }, launched.out)
+  assert.ok(!existsSync(runDir), 'the run\'s folder is removed at stop')
 })
 
 test('npm start stops everything and exits 1 when a service cannot start', async () => {
