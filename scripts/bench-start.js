@@ -1,7 +1,8 @@
 // `npm run bench:start`: the memory `npm start` takes once every service is ready (the embedded
 // PostgreSQL, the sample data, every service with its workers): RSS and PSS of the launcher (which
-// holds PGlite) and of each service process, and their sums. PSS counts a page shared by several
-// processes (Node's own code) once in all; RSS counts it in each. Then it stops the suite.
+// holds PGlite and runs the services) and of any process it started, and their sums. PSS counts a
+// page shared by several processes (Node's own code) once in all; RSS counts it in each. Then it
+// stops the suite.
 //   npm run bench:start [-- --sample-size N] [--workers N]
 import { spawn } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
@@ -50,7 +51,7 @@ while (!out.includes('Ctrl-C stops')) {
 const readyAfter = (Date.now() - started) / 1000
 await sleep(2000) // what start-up allocated and let go is collected; ready means serving, not settled
 const rows = [child.pid, ...childrenOf(child.pid)].map((pid) => ({
-  process: pid === child.pid ? 'launcher (PGlite, the sample loads)' : nameOf(pid),
+  process: pid === child.pid ? 'launcher (PGlite, the four services)' : nameOf(pid),
   rss: kb(pid, 'status', 'VmRSS'),
   pss: kb(pid, 'smaps_rollup', 'Pss'),
   threads: readdirSync(`/proc/${pid}/task`).length

@@ -4,15 +4,13 @@
 // service runs its ordinary `pg` code. Without REDIS_URL each worker caches in memory. Small generated
 // data sets (products, restaurants, menus) are loaded into empty tables. Set DATABASE_URL / REDIS_URL
 // to use real servers instead.
-// The services listen on 127.0.0.1 (HOST to change it) and live only as long as this launcher: Ctrl-C,
-// SIGTERM or SIGHUP to it or to npm, or its parent going away, stops them all.
-import { spawn } from 'node:child_process'
+// The services run in this process, each on its own worker threads and port, on 127.0.0.1 (HOST to
+// change it): Ctrl-C, SIGTERM or SIGHUP to it or to npm, or its parent going away, stops them all.
 import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { migrate, redact, connectionOptions } from '@suite/kit'
+import { migrate, redact, connectionOptions, hostService } from '@suite/kit'
 import { pgTarget, pgliteTarget } from '@suite/kit/etl'
 import { servePglite } from './pglite-server.js'
 import { emptyDataDir } from './pglite-datadir.js'
@@ -103,43 +101,40 @@ const env = {
   // PGlite is one session behind a multiplexer: prepared statement names would collide, and its
   // connection limit is shared by 4 services × WORKERS pools. It answers one exchange at a time, for
   // all of them: a query may wait its turn longer than the kit's timeouts, made for a real server.
-  // One worker a service: a second one could not make that database faster, and costs ~35 MB RSS
-  // a service (npm run bench:start -- --workers 2).
   ...(embedded && {
     PG_PREPARED_STATEMENTS: 'false',
-    WORKERS: process.env.WORKERS ?? '1',
+    WORKERS: process.env.WORKERS ?? '2',
     PG_POOL_MAX: process.env.PG_POOL_MAX ?? '4',
     PG_CONNECT_TIMEOUT_MS: process.env.PG_CONNECT_TIMEOUT_MS ?? '10000',
     PG_STATEMENT_TIMEOUT_MS: process.env.PG_STATEMENT_TIMEOUT_MS ?? '10000',
     PG_QUERY_TIMEOUT_MS: process.env.PG_QUERY_TIMEOUT_MS ?? '15000'
   })
 }
-const children = services.map((s) => {
-  // A 1 MB young generation per thread instead of V8's 16+: each service runs 1 + WORKERS isolates, and
-  // a laptop's quick start needs memory more than the last per cent of throughput (bench:start:
-  // ~50 MB less per service).
-  const child = spawn(process.execPath, ['--max-semi-space-size=1', `${s.dir}/src/cli.js`, 'serve'], {
-    env: { ...env, PORT: String(s.port) },
-    // ipc: the service says when it listens, and stops when this launcher is gone, however it went.
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    detached: true // Ctrl-C reaches this process only; it stops the services once, in order
-  })
-  // Listening on its port (the service's own message), or gone before: { address } or { code }.
-  child.listening = new Promise((resolve) => {
-    child.on('message', (m) => { if (m?.type === 'listening') resolve({ address: m.address }) })
-    child.once('exit', (code) => resolve({ code }))
-  })
-  return child
+// Every service runs in this process, each on its own worker threads: one Node process instead of
+// five saves a main thread and Node itself per service (~70 MB each: npm run bench:start). The
+// workers' young generation stays small too: a laptop's quick start needs memory more than the last
+// per cent of throughput.
+const serviceEnv = (s) => ({ WORKER_YOUNG_GENERATION_MB: '3', ...env, PORT: String(s.port) })
+let stopping = false
+const running = [] // each service's { close } once its workers listen
+const started = services.map(async (s) => {
+  const { default: service } = await import(`${s.dir}/src/service.js`)
+  const exit = (code) => { log(`${s.name}: its workers keep crashing; stopping`); stop(code) }
+  try {
+    running.push(await hostService(service, serviceEnv(s), { exit }))
+  } catch (err) {
+    if (!stopping) log(`${s.name} cannot start: ${err.message}; stopping`)
+    await stop(1)
+  }
 })
 
 // One way out, whatever the cause (Ctrl-C, SIGTERM, the terminal closing, npm going away, a service
-// that exits): stop every service, then the embedded database; exit 1 when a service failed.
-let stopping = false
+// that cannot start): stop every service gracefully, then the embedded database; exit 1 when a
+// service failed. (A SIGKILL takes the services with it: they are this process.)
 async function stop (code) {
   if (stopping) return
   stopping = true
-  children.forEach((c) => c.kill('SIGTERM'))
-  await Promise.all(children.map((c) => c.exitCode !== null || c.signalCode !== null ? null : once(c, 'exit')))
+  await Promise.all(running.map((r) => r.close()))
   if (embedded) {
     await embedded.server.close()
     await embedded.db.close()
@@ -152,11 +147,9 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => s
 // goes, this process is re-parented, and that is the signal.
 const parent = process.ppid
 setInterval(() => { if (process.ppid !== parent) { log('the parent process is gone; stopping'); stop(0) } }, 500).unref()
-children.forEach((c, i) => c.on('exit', (code) => {
-  if (!stopping) { log(`${services[i].name} exited with ${code}; stopping`); stop(1) }
-}))
 
-await Promise.all(services.map((s, i) => waitReady(s, children[i])))
+await Promise.all(started)
+await Promise.all(services.map((s) => waitReady(s)))
 for (const s of services) {
   const base = `http://localhost:${s.port}`
   log(`${s.name} ready: ${s.samples.map((u) => base + u).join('  ')}`)
@@ -164,11 +157,10 @@ for (const s of services) {
 }
 log(`listening on ${HOST} (HOST to change); cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)
 
-// Ready: the service itself said it listens on its port, and its /readyz answers 200 within
+// Ready: its workers listen on its port (hostService resolved), and its /readyz answers 200 within
 // READY_WAIT_MS; each check may take 2 s (a port whose owner accepts and never answers must not hang us).
-async function waitReady (s, child) {
-  const { code } = await child.listening
-  if (code !== undefined || stopping) return new Promise(() => {}) // exited: stop() takes it from here
+async function waitReady (s) {
+  if (stopping) return new Promise(() => {}) // stop() takes it from here
   const until = Date.now() + READY_WAIT_MS
   let last = 'no answer'
   while (!stopping && Date.now() < until) {

@@ -118,7 +118,7 @@ test('npm start stops everything and exits 1 when a service cannot start', async
   const launched = launch(port, 50, { MAX_EVENT_LOOP_UTILIZATION: '2' })
   const { code } = await launched.exited
   assert.equal(code, 1, launched.out)
-  assert.match(launched.out, /(product|profile|menu|flows) exited with 1; stopping/)
+  assert.match(launched.out, /(product|profile|menu|flows) cannot start: config: MAX_EVENT_LOOP_UTILIZATION must be <= 1[^\n]*; stopping/)
   assert.doesNotMatch(launched.out, / ready: /)
   await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'product was stopped too')
 })
@@ -166,10 +166,11 @@ for (const [how, command, kill] of [
         await sleep(100)
       }
       assert.match(launched.out, /Ctrl-C stops/)
-      assert.ok(processesWithEnv('SUITE_TEST_MARKER', marker).length >= SERVICES.length + 1, 'the launcher and its services run')
+      const ports = PORT_OFFSETS.map((offset) => port + offset)
+      for (const p of ports) assert.equal((await get(`http://127.0.0.1:${p}`, '/healthz')).status, 200, `port ${p} serves`)
       kill(launched)
       assert.deepEqual(await survivorsAfter(marker, 30_000), [], `${how}: processes left behind\n${launched.out}`)
-      await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), `${how}: product stopped`)
+      for (const p of ports) await assert.rejects(fetch(`http://127.0.0.1:${p}/healthz`), `${how}: port ${p} stopped`)
     } finally {
       for (const pid of processesWithEnv('SUITE_TEST_MARKER', marker)) process.kill(pid, 'SIGKILL')
     }

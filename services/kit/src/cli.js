@@ -93,6 +93,17 @@ export async function runCli (service, commands = {}) {
   }
 }
 
+/**
+ * `serve`, for a service in a process that hosts several (npm start's launcher): its settings from
+ * `env` instead of the process's, no signal handling (the host stops it with the returned close()),
+ * and a failure to start thrown (a ConfigError for a bad setting) instead of exiting.
+ */
+export async function hostService (service, env, { exit } = {}) {
+  const config = loadConfig(service.config, env)
+  const log = createLogger({ level: config.LOG_LEVEL, name: service.name })
+  return runWorkers(service, config, log, { hosted: true, exit })
+}
+
 /** A command that failed for a reason it can say in one line (a refused load, a migration that failed): exit code 1. */
 class CommandError extends UserError {}
 

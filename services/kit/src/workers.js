@@ -56,11 +56,17 @@ function claimPort (host, port) {
 /**
  * @param {object} service  the service definition; each worker imports it again from `service.url`
  * @param {object} config  validated configuration
+ * @param {{ hosted?: boolean, exit?: Function }} [options]  hosted: one of several services in a
+ *   process that is not its own (npm start's launcher): no signal handling, and a failure to start
+ *   is thrown; the caller stops it with the returned close(). exit(code): how it ends the process
+ *   after too many worker crashes.
+ * @returns {Promise<{ addresses, workers, close: () => Promise<number[]> }>}  close: the graceful
+ *   shutdown, resolving to the workers' exit codes (1: a worker cut requests still running)
  */
-export async function runWorkers (service, config, log) {
-  // Started by a launcher over an IPC channel (npm start): this process stops when the launcher is
-  // gone, however it went (even SIGKILL), instead of serving on as an orphan.
-  if (process.channel) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
+export async function runWorkers (service, config, log, { hosted = false, exit = (code) => process.exit(code) } = {}) {
+  // Started by a launcher over an IPC channel: this process stops when the launcher is gone,
+  // however it went (even SIGKILL), instead of serving on as an orphan.
+  if (!hosted && process.channel) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
   let count = config.WORKERS
   const unsupported = reusePortSupport()
   if (count > 1 && unsupported) {
@@ -72,7 +78,9 @@ export async function runWorkers (service, config, log) {
   try {
     await claimPort(config.HOST, config.PORT)
   } catch (err) {
-    log.fatal(`cannot listen on ${config.HOST}:${config.PORT}: ${err.code === 'EADDRINUSE' ? 'the port is in use' : err.message}`)
+    const message = `cannot listen on ${config.HOST}:${config.PORT}: ${err.code === 'EADDRINUSE' ? 'the port is in use' : err.message}`
+    if (hosted) throw new Error(message, { cause: err })
+    log.fatal(message)
     process.exit(1)
   }
   const processMetrics = createProcessMetrics()
@@ -113,7 +121,7 @@ export async function runWorkers (service, config, log) {
         while (restarts[0] < now - RESTART_WINDOW_MS) restarts.shift()
         if (restarts.length > RESTARTS_ALLOWED) {
           log.fatal(`${restarts.length} worker crashes within ${RESTART_WINDOW_MS / 1000} s, exiting`)
-          process.exit(1)
+          return exit(1)
         }
         log.error({ worker: id, code }, 'worker exited, starting a new one')
         spawn(id).catch((err) => log.error({ err: err.message }, 'replacement worker failed'))
@@ -148,33 +156,40 @@ export async function runWorkers (service, config, log) {
     entry.resolve(entry.answers)
   }
 
-  // Signals are handled from the start: a SIGTERM while workers are still starting is graceful too.
   // The workers keep serving SHUTDOWN_DELAY_MS, then have SHUTDOWN_GRACE_MS to finish.
-  closeWithGrace({ delay: config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_GRACE_MS, logger: { error: (m) => log.error(m) } }, async ({ signal, err }) => {
+  async function close (signal) {
     closing = true
     database.stop()
-    if (err) log.error({ err }, 'main thread error, shutting down')
     log.info({ signal }, 'shutting down: finishing in-flight requests')
     const codes = await Promise.all([...workers.values()].map((worker) => new Promise((resolve) => {
       worker.once('exit', resolve)
       worker.postMessage({ type: 'shutdown' })
     })))
-    // A worker that had to cut requests still busy after the grace exits 1, and so does the process.
-    if (codes.some((code) => code !== 0)) throw new Error('requests were still running after SHUTDOWN_GRACE_MS and were cut')
     log.info('all workers closed')
-  })
+    return codes
+  }
+  // Signals are handled from the start: a SIGTERM while workers are still starting is graceful too.
+  if (!hosted) {
+    closeWithGrace({ delay: config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_GRACE_MS, logger: { error: (m) => log.error(m) } }, async ({ signal, err }) => {
+      if (err) log.error({ err }, 'main thread error, shutting down')
+      // A worker that had to cut requests still busy after the grace exits 1, and so does the process.
+      if ((await close(signal)).some((code) => code !== 0)) throw new Error('requests were still running after SHUTDOWN_GRACE_MS and were cut')
+    })
+  }
 
   let addresses
   try {
     addresses = await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)))
   } catch (err) {
-    if (closing) return { workers } // stopped while starting: the shutdown above finishes the job
+    if (closing) return { workers, close } // stopped while starting: the shutdown above finishes the job
     closing = true
-    log.fatal({ err: err.message }, 'could not start workers')
+    database.stop()
     await Promise.all([...workers.values()].map((w) => w.terminate()))
+    if (hosted) throw new Error(`could not start workers: ${err.message}`, { cause: err })
+    log.fatal({ err: err.message }, 'could not start workers')
     process.exit(1)
   }
   log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count} worker thread(s)`)
-  process.send?.({ type: 'listening', address: addresses[0] }) // to a launcher: this process, not another, has the port
-  return { addresses, workers }
+  if (!hosted) process.send?.({ type: 'listening', address: addresses[0] }) // to a launcher: this process, not another, has the port
+  return { addresses, workers, close }
 }
