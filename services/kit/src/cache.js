@@ -18,6 +18,7 @@
 // Stored value: "<version>\n<json>", "<version>\n" for "not found" (cached too, so unknown ids do not
 // reach the database every time), or "<version>" alone for a tombstone (a miss).
 import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 
 /**
@@ -249,6 +250,7 @@ function redisStore (config, log) {
         missed.set(key, [version, ttl])
         throw err
       }
+      await near?.sync() // every other near cache has dropped the key, or no longer serves hits
     },
     state: () => open ? 'bypassed' : redis.status === 'ready' ? 'ok' : 'down',
     /** Resolves to true once connected, or false after `timeoutMs` (commands fail fast until then). */
@@ -262,6 +264,7 @@ function redisStore (config, log) {
       for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 })) {
         if (keys.length) deleted += await redis.unlink(...keys)
       }
+      await near?.sync()
       return deleted
     },
     async close () {
@@ -276,23 +279,34 @@ function redisStore (config, log) {
 /**
  * The near cache: Redis's answers kept in this worker's memory, with Redis's client-side caching
  * (CLIENT TRACKING) telling it when a key it holds changes, so a hit costs no round trip. Redis
- * sends the invalidation of a key the moment a write changes it (a tombstone, a new value, its
- * expiry, FLUSHALL), on a second connection (RESP2, where invalidations are Pub/Sub messages that
- * ioredis passes on). An entry is used only while all of this is known to work:
+ * queues the invalidation of a key the moment a write changes it (a tombstone, a new value, its
+ * expiry, FLUSHALL, UNLINK), on a second connection (RESP2, where invalidations are Pub/Sub
+ * messages that ioredis passes on). Never stale after an acknowledged write, on any replica:
+ *   - a writer answers only once every near cache has applied its invalidation (sync below): it
+ *     publishes a sync message after its write, each near cache's listener receives it behind the
+ *     invalidations queued before it (one connection, in order) and acknowledges it; or once
+ *     NEAR_HEALTH_MS have passed since Redis took the write;
+ *   - a near cache serves hits only while its last PING on the listening connection was sent less
+ *     than NEAR_HEALTH_MS ago and answered: the answer comes behind every invalidation Redis queued
+ *     before it, so a near cache that has not applied a write's invalidation has sent no answered
+ *     PING since Redis took that write, and stops serving hits before the writer's wait ends. A
+ *     frozen or unreachable Redis so empties and bypasses it; the breaker and its replay then apply
+ *     as without it;
  *   - tracking is on for the connection the reads go through, redirected to the listening one, and
  *     both are connected: any close, reconnect or error empties the near cache and turns it off
  *     until tracking is set up again (reads then go to Redis);
- *   - Redis answered a PING within the last NEAR_HEALTH_MS: a frozen Redis sends no invalidation,
- *     and writes on other replicas cannot reach it; past that bound the near cache is emptied, and
- *     the circuit breaker and its replay take over as without it;
  *   - a read whose key is invalidated while its GET is in flight (the invalidation and the answer
  *     come on two sockets, in either order) is not kept.
- * A read on another replica can so be served what was current up to the time Redis's invalidation
- * takes to reach it (a message on an open local connection) after a write was acknowledged.
+ * A write so costs a PUBLISH and one acknowledgement from each near cache (at most NEAR_HEALTH_MS
+ * when one of them is stalled). Every replica must run with the same CACHE_NEAR_MAX_BYTES on or off:
+ * a writer without a near cache does not wait for the others'.
  * Bounded in bytes (CACHE_NEAR_MAX_BYTES per worker, the oldest out first).
  */
 const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300
+const INVALIDATIONS = '__redis__:invalidate'
+const SYNCS = 'suite:near:sync' // "<listener client id> <token>": acknowledge on ACKS + id
+const ACKS = 'suite:near:ack:'
 function nearCache (config, redis, options, log) {
   const entries = boundedEntries(config.CACHE_NEAR_MAX_BYTES)
   // key -> { gets: GETs in flight, invalidated: `invalidations` at the key's last one }: a GET keeps its
@@ -302,14 +316,16 @@ function nearCache (config, redis, options, log) {
   let invalidations = 0
   let tracking = false // CLIENT TRACKING on for `redis`, redirected to `listener`'s current connection
   let epoch = 0 // bumped whenever tracking goes off: a GET sent in an older epoch is not kept
-  let lastPong = 0
+  let synced = 0 // when the last answered PING on the listener was sent: every invalidation queued before it is applied
   const listener = new Redis(config.REDIS_URL, { ...options, protocol: 2, autoResubscribe: false })
   let listenerId = null // CLIENT ID of the listening connection, once it is subscribed
+  const syncs = new Map() // token -> { acks, needed, done }: this worker's writes waiting for the near caches
+  let syncSeq = 0
 
   const invalidate = (flight) => { flight.invalidated = ++invalidations }
   const clear = () => { entries.clear(); for (const flight of inflight.values()) invalidate(flight) }
   const off = () => { tracking = false; epoch++; clear() }
-  const usable = () => tracking && performance.now() - lastPong < NEAR_HEALTH_MS
+  const usable = () => tracking && performance.now() - synced < NEAR_HEALTH_MS
 
   async function track () {
     off()
@@ -317,7 +333,8 @@ function nearCache (config, redis, options, log) {
     const mine = epoch
     try {
       await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId)
-      if (epoch === mine) { tracking = true; lastPong = performance.now() }
+      // Nothing is held (off() emptied it), and whatever is read from now on is tracked.
+      if (epoch === mine) { tracking = true; synced = performance.now() }
     } catch (err) {
       log.debug({ err: err.message }, 'near cache: tracking not set up, reading from Redis')
     }
@@ -327,7 +344,7 @@ function nearCache (config, redis, options, log) {
     off()
     try {
       const id = await listener.client('ID')
-      await listener.subscribe('__redis__:invalidate')
+      await listener.subscribe(INVALIDATIONS, SYNCS, `${ACKS}${id}`)
       listenerId = id
       track()
     } catch (err) {
@@ -336,13 +353,26 @@ function nearCache (config, redis, options, log) {
   })
   listener.on('close', () => { listenerId = null })
   redis.on('ready', track)
-  listener.on('messageBuffer', (channel, keys) => {
-    if (!Array.isArray(keys)) return clear() // FLUSHALL / FLUSHDB: everything
-    for (const k of keys) {
-      const key = k.toString()
-      entries.delete(key)
-      const flight = inflight.get(key)
-      if (flight) invalidate(flight)
+  const acknowledged = (token) => {
+    const sync = syncs.get(token)
+    if (sync && ++sync.acks >= sync.needed) sync.done.resolve()
+  }
+  listener.on('messageBuffer', (channelBuffer, message) => {
+    const channel = channelBuffer.toString()
+    if (channel === INVALIDATIONS) {
+      if (!Array.isArray(message)) return clear() // FLUSHALL / FLUSHDB: everything
+      for (const k of message) {
+        const key = k.toString()
+        entries.delete(key)
+        const flight = inflight.get(key)
+        if (flight) invalidate(flight)
+      }
+    } else if (channel === SYNCS) {
+      // Every invalidation queued before this sync has just been applied (above, in order).
+      const [writer, token] = message.toString().split(' ')
+      redis.publish(`${ACKS}${writer}`, token).catch(() => {}) // unacknowledged, the writer waits its bound
+    } else {
+      acknowledged(message.toString())
     }
   })
   for (const conn of [redis, listener]) {
@@ -351,8 +381,9 @@ function nearCache (config, redis, options, log) {
   }
   const pinger = setInterval(() => {
     if (!tracking) return
-    redis.ping().then(() => { lastPong = performance.now() }, () => {})
-    if (performance.now() - lastPong >= NEAR_HEALTH_MS) clear()
+    const sent = performance.now()
+    listener.ping().then(() => { if (sent > synced) synced = sent }, () => {})
+    if (performance.now() - synced >= NEAR_HEALTH_MS) clear()
   }, NEAR_PING_MS)
   pinger.unref()
 
@@ -374,6 +405,26 @@ function nearCache (config, redis, options, log) {
         if (flight.invalidated <= sentAt && value != null && sentIn === epoch && usable()) entries.set(key, { value })
       }
       return value
+    },
+    /**
+     * After a write Redis has taken: resolves once every near cache (this one's listener included)
+     * has applied the invalidations queued before, or NEAR_HEALTH_MS from now, whichever comes first.
+     */
+    async sync () {
+      const bound = sleep(NEAR_HEALTH_MS)
+      if (listenerId === null) return bound
+      const token = String(++syncSeq)
+      const sync = { acks: 0, needed: Infinity, done: Promise.withResolvers() }
+      syncs.set(token, sync)
+      try {
+        sync.needed = await redis.publish(SYNCS, `${listenerId} ${token}`)
+        if (sync.acks >= sync.needed) return
+        await Promise.race([sync.done.promise, bound])
+      } catch {
+        await bound
+      } finally {
+        syncs.delete(token)
+      }
     },
     delete: (key) => entries.delete(key),
     clear,

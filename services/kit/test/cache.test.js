@@ -314,9 +314,48 @@ test('redis near cache: a hit costs no round trip to Redis; a write on another r
     else assert.equal(sent, 50, 'without the near cache every read goes to Redis')
     version = 2
     await b.invalidate(key, 2) // the other replica's write
-    await sleep(10)
     assert.equal(await read(), '{"v":2}', `near ${near}: the write on the other replica is seen`)
     assert.equal(loads, 2)
+  }
+})
+
+test('redis near cache, 3 replicas: a read right after a write acknowledged on another replica is never the old value', async (t) => {
+  const url = redisDb()
+  const env = { CACHE_NEAR_MAX_BYTES: '33554432' }
+  const replicas = await Promise.all([0, 1, 2].map(() => cacheOn(t, url, env)))
+  const key = 't:near:raw'
+  let version = 1
+  const load = async () => ({ value: `{"v":${version}}`, version })
+  const read = (r) => replicas[r].cache.wrapEntry(key, load).then((e) => e.value)
+  for (let round = 1; round <= 40; round++) {
+    // Every replica holds the document near: read twice, the second a hit without Redis.
+    for (const r of [0, 1, 2]) { await read(r); await sleep(5); await read(r) }
+    version = round + 1
+    await replicas[round % 3].cache.invalidate(key, version) // committed, then acknowledged
+    // In the same turn as the acknowledgement: no time for a late invalidation to land.
+    const after = await Promise.all([0, 1, 2].map(read))
+    assert.deepEqual(after, [0, 1, 2].map(() => `{"v":${version}}`), `round ${round}: stale read after a write on replica ${round % 3}`)
+  }
+})
+
+test('redis near cache: a replica whose worker is stalled does not hold the writer past the bound, and never serves the old value after it', async () => {
+  const env = { DATABASE_URL: await itemsDatabase(), REDIS_URL: redisDb(), WORKERS: '1', CACHE_NEAR_MAX_BYTES: '33554432' }
+  const [a, b] = await Promise.all([startService({ entry, env }), startService({ entry, env })])
+  const put = (base, value) => fetch(`${base}/items/1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value }) })
+  const value = async (base) => (await (await fetch(`${base}/items/1`)).json()).value
+  try {
+    assert.equal((await put(a.url, 'old')).status, 200)
+    for (let i = 0; i < 3; i++) assert.equal(await value(b.url), 'old') // near on b
+    const stall = fetch(`${b.url}/busy?ms=1500`) // b's only worker stops reading its sockets
+    await sleep(100)
+    const started = performance.now()
+    assert.equal((await put(a.url, 'new')).status, 200)
+    const waited = performance.now() - started
+    assert.ok(waited < 1000, `the write waited ${Math.round(waited)} ms for a stalled near cache (bound: 300 ms)`)
+    assert.equal(await value(b.url), 'new', 'the stalled replica, once it runs again, does not serve the old value')
+    await stall
+  } finally {
+    await Promise.all([a.stop(), b.stop()])
   }
 })
 
