@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { migrate } from '@suite/kit'
-import { startPostgres, startRedis, startService, get, metric } from '@suite/kit/testing'
+import { startPostgres, startRedis, startService, get, metric, cpuSeconds } from '@suite/kit/testing'
 import { pgTarget } from '@suite/kit/etl'
 import { attack } from '../../loadtests/lib/vegeta.js'
 
@@ -94,7 +94,7 @@ export async function runBench ({ service, dataset, uncached = false, duration =
     const rows = []
     for (const c of list) {
       say(`${c.name}: ${duration} s`)
-      rows.push(...await measure(c, { service, duration, connections }))
+      rows.push(...await measure(c, { service, duration, connections, servers: { PostgreSQL: pgServer, Redis: redis } }))
     }
     return rows
   } finally {
@@ -165,7 +165,7 @@ async function loadDataset (db, tree, service, dataset, say) {
     WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')`)
 }
 
-async function measure (c, { service, duration, connections }) {
+async function measure (c, { service, duration, connections, servers }) {
   const row = { service, case: c.name, connections: c.connections ?? connections, baseline: c.baseline, pairOf: c.pairOf }
   if (c.rate) {
     // Open loop at a fixed rate (vegeta): latency as clients arriving on their own see it, the
@@ -191,7 +191,9 @@ async function measure (c, { service, duration, connections }) {
   const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, workers: row.connections, name: `${service}: ${c.name}` })
   if (!c.cold) await load(1) // warm-up, not counted: JIT, connections, PostgreSQL's buffers (a cold case measures its first second too)
   const before = c.counters && (await get(c.url, '/metrics')).body
-  const cpuBefore = c.pid && cpuSeconds(c.pid)
+  // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs each.
+  const cpus = c.pid ? [['CPU µs/req', () => cpuSeconds(c.pid)], ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])] : []
+  const cpuBefore = cpus.map(([, read]) => read())
   const f = await load(duration)
   if (c.counters) {
     const after = (await get(c.url, '/metrics')).body
@@ -199,14 +201,14 @@ async function measure (c, { service, duration, connections }) {
       [label, typeof name === 'function' ? name(before, after) : Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / f.seconds]))
   }
   if (c.pid) {
-    // The whole service process (main thread and workers) over the measured run, per request answered.
-    row.counters = { ...row.counters, 'CPU µs/req': 1e6 * (cpuSeconds(c.pid) - cpuBefore) / f.requests, 'RSS MB': rssBytes(c.pid) / 2 ** 20 }
+    // Each process over the measured run (the service: main thread and workers), per request answered.
+    const perRequest = cpus.map(([label, read], i) => [label, 1e6 * (read() - cpuBefore[i]) / f.requests])
+    row.counters = { ...row.counters, ...Object.fromEntries(perRequest), 'RSS MB': rssBytes(c.pid) / 2 ** 20 }
   }
   return [{ ...row, rps: f.rps, p50: f.p50, p99: f.p99, errors: f.statuses[0] ?? 0, non2xx: non2xx(f) }]
 }
 
-// CPU time of a process, all its threads (user + system, in clock ticks of 1/100 s), and its resident memory.
-const cpuSeconds = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').slice(11, 13).reduce((a, t) => a + Number(t), 0) / 100
+// The resident memory of a process.
 const rssBytes = (pid) => 1024 * Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1])
 
 /** A `counters` entry: the share of cache lookups that were hits over the case, in percent. */
@@ -246,6 +248,12 @@ export function originalTargets (rows, service, mixCase) {
     [`${mixCase} ≥ 45% of bare Fastify hello`, share >= 0.45, `${Math.round(100 * share)}%`],
     ['RSS of the process (one worker: WORKERS=1) ≤ 150 MB', rss <= 150, `${Math.round(rss)} MB`]
   ]
+  const per = mix.counters ?? {}
+  if (per['CPU µs/req'] !== undefined) {
+    // CPU µs per request × 10,000 requests a second = µs of CPU a second; ÷ 1e6 = cores.
+    const cores = ['CPU µs/req', 'PostgreSQL µs/req', 'Redis µs/req'].map((k) => (per[k] * 10_000 / 1e6).toFixed(2))
+    out.push([`cores for 10K RPS of ${mixCase}: the service / PostgreSQL / Redis (its CPU per request × 10K)`, undefined, cores.join(' / ')])
+  }
   if (hot && uniform) {
     // cpu = h·hit + (1−h)·miss for both cases: two equations, two unknowns.
     const [h1, c1, h2, c2] = [hot['hits %'] / 100, hot['CPU µs/req'], uniform['hits %'] / 100, uniform['CPU µs/req']]

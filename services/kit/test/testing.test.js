@@ -4,7 +4,8 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { once } from 'node:events'
-import { freePortBlock } from '@suite/kit/testing'
+import { spawn } from 'node:child_process'
+import { freePortBlock, cpuSeconds } from '@suite/kit/testing'
 
 test('freePortBlock: every port of the block is free, and none lies in the ephemeral range clients and listen(0) draw from', async () => {
   const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
@@ -15,5 +16,23 @@ test('freePortBlock: every port of the block is free, and none lies in the ephem
     const servers = offsets.map((o) => createServer().listen(base + o, '127.0.0.1'))
     await Promise.all(servers.map((s) => once(s, 'listening')))
     await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))))
+  }
+})
+
+test('cpuSeconds: a process\'s CPU time, and with children that of its live child processes too', async () => {
+  // A parent that starts a child spinning 400 ms of CPU, then both wait to be killed.
+  const script = `require('child_process').spawn(process.execPath, ['-e', 'const t = Date.now() + 400; while (Date.now() < t); setInterval(() => {}, 1000)'], { stdio: 'inherit' }); setInterval(() => {}, 1000)`
+  const parent = spawn(process.execPath, ['-e', script], { stdio: 'ignore' })
+  try {
+    const start = Date.now()
+    while (cpuSeconds(parent.pid, { children: true }) - cpuSeconds(parent.pid) < 0.3) {
+      assert.ok(Date.now() - start < 10_000, 'the child\'s 400 ms of CPU are counted with children')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    assert.ok(cpuSeconds(parent.pid) < 0.3, `the parent alone: ${cpuSeconds(parent.pid)} s`)
+  } finally {
+    const kids = readFileSync('/proc/' + parent.pid + '/task/' + parent.pid + '/children', 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+    for (const pid of kids) process.kill(pid, 'SIGKILL')
+    parent.kill('SIGKILL')
   }
 })

@@ -124,6 +124,23 @@ function stat (pid) {
 }
 const gone = (pid) => [undefined, 'Z', 'X'].includes(stat(pid)?.state) // a zombie is gone too: it only waits to be reaped
 
+/**
+ * CPU time (user + system, seconds) of process `pid`, all its threads, and with `children` that of its
+ * live child processes too (PostgreSQL's backends are the postmaster's); Linux /proc.
+ */
+export function cpuSeconds (pid, { children = false } = {}) {
+  const ticks = (p) => {
+    try {
+      const text = readFileSync(`/proc/${p}/stat`, 'utf8')
+      return text.slice(text.lastIndexOf(')') + 2).split(' ').slice(11, 13).reduce((a, t) => a + Number(t), 0)
+    } catch {
+      return 0 // gone meanwhile
+    }
+  }
+  const kids = children ? readdirSync('/proc').filter((d) => /^\d+$/.test(d) && stat(d)?.ppid === pid).map(Number) : []
+  return [pid, ...kids].reduce((a, p) => a + ticks(p), 0) / 100
+}
+
 // Sends `signal` to `pid`, then to each of its children (Linux /proc); returns the children's pids.
 function signalTree (pid, signal) {
   const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && stat(d)?.ppid === pid).map(Number)
@@ -222,6 +239,8 @@ export async function startPostgres ({ settings = {} } = {}) {
     url,
     port,
     dir,
+    /** The postmaster's pid (its backends are its children). */
+    get pid () { return child.pid },
     output: () => output(),
     createDatabase: (prefix) => createDatabase(url, prefix),
     /** Starts the server again on the same port and data after stop({ keepData: true }) or kill(). */
@@ -287,6 +306,7 @@ export async function startRedis ({ password } = {}) {
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    get pid () { return child.pid },
     start,
     async kill () {
       child.kill('SIGKILL')
