@@ -21,7 +21,7 @@ const PORT = Number(process.env.PORT ?? SERVICES[0].port) // the first service's
 const HOST = process.env.HOST ?? '127.0.0.1' // a laptop's quick start is not for the network
 const CHECK_HOST = ['0.0.0.0', '::'].includes(HOST) ? '127.0.0.1' : HOST.includes(':') ? `[${HOST}]` : HOST
 const SAMPLE_SIZE = Number(process.env.SAMPLE_SIZE ?? 2000) // products, restaurants and menus generated
-const READY_WAIT_MS = 60_000 // from a service's "listening" to its /readyz answering 200
+const READY_WAIT_MS = 60_000 // from a service's workers listening to its /readyz answering 200
 const log = (m) => console.log(`suite: ${redact(m)}`)
 
 // Each service of services/list.js on its port, moved by PORT as a whole (the first one's port).
