@@ -7,9 +7,9 @@
 import { spawn } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePortBlock } from '@suite/kit/testing'
+import { freePortBlock, childrenOf } from '@suite/kit/testing'
 import { commandLine, wholeNumber } from '@suite/kit/args'
-import { SERVICES, PORT_OFFSETS } from '../services/list.js'
+import { PORT_OFFSETS } from '../services/list.js'
 import { launcherCommand } from './start-command.js'
 
 const values = commandLine('bench:start', {
@@ -28,11 +28,8 @@ const values = commandLine('bench:start', {
 
 const kb = (pid, file, field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/${file}`, 'utf8'))?.[1] ?? 0)
 const mb = (k) => (k / 1024).toFixed(0)
-const childrenOf = (pid) => readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number))
-const nameOf = (pid) => {
-  const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-  return SERVICES.find((s) => cmd.some((a) => a.includes(`services/${s.name}/src/cli.js`)))?.name ?? cmd.slice(1, 2).join(' ')
-}
+// Any process the launcher left running (it starts none once ready): by its command line.
+const nameOf = (pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, 2).join(' ')
 
 const port = await freePortBlock(PORT_OFFSETS)
 const { DATABASE_URL, DATABASE_PASSWORD, REDIS_URL, ...env } = process.env

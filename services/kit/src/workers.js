@@ -64,9 +64,6 @@ function claimPort (host, port) {
  *   shutdown, resolving to the workers' exit codes (1: a worker cut requests still running)
  */
 export async function runWorkers (service, config, log, { hosted = false, exit = (code) => process.exit(code) } = {}) {
-  // Started by a launcher over an IPC channel: this process stops when the launcher is gone,
-  // however it went (even SIGKILL), instead of serving on as an orphan.
-  if (!hosted && process.channel) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
   let count = config.WORKERS
   const unsupported = reusePortSupport()
   if (count > 1 && unsupported) {
@@ -190,6 +187,5 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
     process.exit(1)
   }
   log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count} worker thread(s)`)
-  if (!hosted) process.send?.({ type: 'listening', address: addresses[0] }) // to a launcher: this process, not another, has the port
   return { addresses, workers, close }
 }

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { once } from 'node:events'
 import { spawn } from 'node:child_process'
-import { freePortBlock, cpuSeconds } from '@suite/kit/testing'
+import { freePortBlock, cpuSeconds, childrenOf } from '@suite/kit/testing'
 
 test('freePortBlock: every port of the block is free, and none lies in the ephemeral range clients and listen(0) draw from', async () => {
   const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
@@ -33,8 +33,7 @@ test('cpuSeconds: a process\'s CPU time, and with children that of its live chil
     }
     assert.ok(cpuSeconds(parent.pid) < 0.3, `the parent alone: ${cpuSeconds(parent.pid)} s`)
   } finally {
-    const kids = readFileSync('/proc/' + parent.pid + '/task/' + parent.pid + '/children', 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-    for (const pid of kids) process.kill(pid, 'SIGKILL')
+    for (const pid of childrenOf(parent.pid)) process.kill(pid, 'SIGKILL')
     parent.kill('SIGKILL')
   }
 })

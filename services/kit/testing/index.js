@@ -112,38 +112,35 @@ function exited (child) {
   return new Promise((resolve) => child.once('exit', resolve))
 }
 
-// The state and parent of a process from /proc/<pid>/stat ("pid (comm) state ppid …"); null once gone.
+// The state, parent and CPU time (user + system, in clock ticks of 1/100 s, all its threads) of a
+// process from /proc/<pid>/stat ("pid (comm) state ppid … utime stime …"); null once gone.
 function stat (pid) {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const [state, ppid] = text.slice(text.lastIndexOf(')') + 2).split(' ')
-    return { state, ppid: Number(ppid) }
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+    return { state: fields[0], ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }
   } catch {
     return null
   }
 }
 const gone = (pid) => [undefined, 'Z', 'X'].includes(stat(pid)?.state) // a zombie is gone too: it only waits to be reaped
 
+/** The pids of the processes whose parent is `pid` (Linux /proc). */
+export function childrenOf (pid) {
+  return readdirSync('/proc').filter((d) => /^\d+$/.test(d) && stat(d)?.ppid === pid).map(Number)
+}
+
 /**
  * CPU time (user + system, seconds) of process `pid`, all its threads, and with `children` that of its
  * live child processes too (PostgreSQL's backends are the postmaster's); Linux /proc.
  */
 export function cpuSeconds (pid, { children = false } = {}) {
-  const ticks = (p) => {
-    try {
-      const text = readFileSync(`/proc/${p}/stat`, 'utf8')
-      return text.slice(text.lastIndexOf(')') + 2).split(' ').slice(11, 13).reduce((a, t) => a + Number(t), 0)
-    } catch {
-      return 0 // gone meanwhile
-    }
-  }
-  const kids = children ? readdirSync('/proc').filter((d) => /^\d+$/.test(d) && stat(d)?.ppid === pid).map(Number) : []
-  return [pid, ...kids].reduce((a, p) => a + ticks(p), 0) / 100
+  return [pid, ...(children ? childrenOf(pid) : [])].reduce((a, p) => a + (stat(p)?.ticks ?? 0), 0) / 100
 }
 
 // Sends `signal` to `pid`, then to each of its children (Linux /proc); returns the children's pids.
 function signalTree (pid, signal) {
-  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && stat(d)?.ppid === pid).map(Number)
+  const children = childrenOf(pid)
   for (const p of [pid, ...children]) {
     try { process.kill(p, signal) } catch {}
   }
