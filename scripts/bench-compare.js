@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runCommand, UsageError } from '@suite/kit/args'
-import { table } from './bench/harness.js'
+import { table, POD_MEMORY_MB } from './bench/harness.js'
 import { benches, benchOptions, benchValues } from './bench/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -46,6 +46,7 @@ await runCommand('bench:compare', usage, async (values) => {
     const rows = []
     for (const name of names) rows.push(...await benches[name].run({ ...numbers, base }))
     console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; this tree against ${commit.slice(0, 12)} (${git('log', '-1', '--format=%s', commit).slice(0, 80)})`)
+    console.log(`Each side's service runs as in its pod: node with that commit's image flags, in a memory cgroup of this tree's chart limit, ${POD_MEMORY_MB} MB (where one can be made).`)
     console.log('RPS / pair: this tree\'s RPS over the base\'s in the row above, measured right before it.\n')
     console.log(table(rows))
   } finally {

@@ -2,7 +2,7 @@
 // machine's cores with their load generator), each against bare Fastify measured in its own run,
 // printed as one table. `npm run bench -- --help` for the options.
 import { runCommand } from '@suite/kit/args'
-import { table, sameBytesShares } from './bench/harness.js'
+import { table, sameBytesShares, POD_MEMORY_MB } from './bench/harness.js'
 import { benches, benchOptions, benchValues, SIZE_NAMES } from './bench/index.js'
 
 // A cached read's share of bare Fastify sending the same bytes, with one worker: the kit's cost per request.
@@ -28,6 +28,7 @@ await runCommand('bench', usage, async (values) => {
   for (const name of names) rows.push(...await benches[name].run(numbers))
 
   console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; ${numbers.traffic === 'original' ? 'the originals\' traffic; ' : ''}data: ${SIZE_NAMES.map((k) => `${numbers[k]} ${k}`).join(', ')}`)
+  console.log(`Each service runs as in its pod: node with its image's flags, in a memory cgroup of the chart's ${POD_MEMORY_MB} MB limit (where one can be made; see the log above).`)
   console.log('Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.\n')
   console.log(table(rows))
   for (const name of names) {

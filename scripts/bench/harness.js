@@ -16,6 +16,12 @@ import { pgTarget } from '@suite/kit/etl'
 import { attack } from '../../loadtests/lib/vegeta.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
+
+// A service runs as in its pod: node with its image's flags (the ENTRYPOINT of `tree`'s
+// services/Dockerfile, between "node" and the script), in a memory cgroup of the chart's default
+// limit where this machine lets us make one (Node sizes its heap from that limit).
+const imageNodeArgs = (tree) => JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(`${tree}services/Dockerfile`, 'utf8'))[1]).slice(1, -1)
+export const POD_MEMORY_MB = Number(/^resources:\n(?: {2}.*\n)*? {2}limits:\n(?: {4}.*\n)*? {4}memory: (\d+)Mi$/m.exec(readFileSync(`${root}charts/service/values.yaml`, 'utf8'))[1])
 const RATE_CONNECTIONS = 64 // fixed-rate cases: requests in flight at most (vegeta's workers)
 const SAME_BYTES_SAMPLE = 1000 // paths drawn from a sameBytes case, fetched once, then both sides draw from them
 
@@ -64,10 +70,12 @@ export async function runBench ({ service, dataset, uncached = false, duration =
         const cli = `${tree.root}services/${service}/src/cli.js`
         const env = { DATABASE_URL: dbUrl, REDIS_URL: `${redis.url}/${i}`, WORKERS: String(workers), LOG_LEVEL: 'error' }
         const side = base ? (i ? '-base' : '-this') : ''
+        const asInPod = { nodeArgs: imageNodeArgs(tree.root), memoryLimitMb: POD_MEMORY_MB }
         const [cached, plain] = await Promise.all([
-          startService({ entry: cli, env: profiled(`cached${side}`, env) }),
-          uncached ? startService({ entry: cli, env: profiled(`uncached${side}`, { ...env, CACHE_ENABLED: 'false' }) }) : null
+          startService({ entry: cli, ...asInPod, env: profiled(`cached${side}`, env) }),
+          uncached ? startService({ entry: cli, ...asInPod, env: profiled(`uncached${side}`, { ...env, CACHE_ENABLED: 'false' }) }) : null
         ])
+        if (!cached.memoryLimited) say(`no memory cgroup can be made here (root and cgroup v1's memory controller or v2 are needed): the service runs without the pod's ${POD_MEMORY_MB} MB limit, and V8 sizes its heap from the machine's memory`)
         running.push(cached, plain)
         lists.push(await cases({ db, baseline, cached, uncached: plain, redis, connections }))
       } finally {

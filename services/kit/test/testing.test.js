@@ -1,11 +1,13 @@
 // The test helpers' own promises that other tests lean on.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync, mkdtempSync, rmSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createServer } from 'node:net'
 import { once } from 'node:events'
 import { spawn } from 'node:child_process'
-import { freePortBlock, cpuSeconds, childrenOf } from '@suite/kit/testing'
+import { freePortBlock, cpuSeconds, childrenOf, startService, get } from '@suite/kit/testing'
 
 test('freePortBlock: every port of the block is free, and none lies in the ephemeral range clients and listen(0) draw from', async () => {
   const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
@@ -35,5 +37,27 @@ test('cpuSeconds: a process\'s CPU time, and with children that of its live chil
   } finally {
     for (const pid of childrenOf(parent.pid)) process.kill(pid, 'SIGKILL')
     parent.kill('SIGKILL')
+  }
+})
+
+test('startService with memoryLimitMb: the process runs in a memory cgroup of that limit from its start, removed at stop', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'suite-cgroup-test-'))
+  const entry = join(dir, 'server.js')
+  // Answers with the limit Node saw when it started, which is what it sizes V8's heap from.
+  writeFileSync(entry, "require('node:http').createServer((q, s) => s.end(String(process.constrainedMemory()))).listen(Number(process.env.PORT), '127.0.0.1')\n")
+  try {
+    const svc = await startService({ entry, memoryLimitMb: 320 })
+    const cgroupOf = () => readFileSync(`/proc/${svc.child.pid}/cgroup`, 'utf8')
+    if (!svc.memoryLimited) {
+      await svc.stop()
+      return t.skip('no memory cgroup can be made on this machine (root and cgroup v1 memory or v2 are needed)')
+    }
+    const path = /suite-test-\d+-\d+/.exec(cgroupOf())?.[0]
+    assert.ok(path, cgroupOf())
+    assert.equal(Number((await get(svc.url, '/')).body), 320 * 2 ** 20)
+    await svc.stop()
+    assert.ok(!['/sys/fs/cgroup/memory', '/sys/fs/cgroup'].some((p) => existsSync(join(p, path))), `${path} removed`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 })

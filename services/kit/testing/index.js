@@ -2,7 +2,7 @@
 // plus a helper that runs a service as a real child process. Nothing here mocks anything.
 import { spawn, execFileSync } from 'node:child_process'
 import { mkdtemp, rm, chown, writeFile } from 'node:fs/promises'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { request, Agent } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -329,14 +329,45 @@ export function databaseEnv (url) {
   return { DATABASE_URL: u.href, ...(password && { DATABASE_PASSWORD: password }) }
 }
 
+let cgroups = 0
 /**
- * Runs `node <entry> ...args` as a child process with `env` added, and waits until GET <url>/readyz is 200.
- * A password in env.DATABASE_URL is passed apart, in DATABASE_PASSWORD (see databaseEnv).
- * Returns { url, port, child, logs(), stop(signal) } where stop resolves with { code, signal }.
+ * A memory cgroup limited to `limitMb`, as a pod's container gets: the kernel holds the process to it,
+ * and Node sizes its V8 heap from it (a 384 MB limit gives a 256 MB old generation and a 1 MB
+ * semi-space, against 4 GB and 32 MB on this 24 GB machine), so memory is measured as in the pod.
+ * cgroup v1's memory controller or cgroup v2, as root; null where neither can be made.
+ * Returns { dir, remove() }.
  */
-export async function startService ({ entry, args = [], env = {}, port, readyPath = '/readyz', timeoutMs = 30_000 }) {
+function memoryCgroup (limitMb) {
+  const bytes = String(limitMb * 2 ** 20)
+  const name = `suite-test-${process.pid}-${++cgroups}`
+  for (const [parent, file] of [['/sys/fs/cgroup/memory', 'memory.limit_in_bytes'], ['/sys/fs/cgroup', 'memory.max']]) {
+    if (!existsSync(join(parent, file === 'memory.max' ? 'cgroup.subtree_control' : 'memory.limit_in_bytes'))) continue
+    const dir = join(parent, name)
+    try {
+      mkdirSync(dir)
+      writeFileSync(join(dir, file), bytes)
+      return { dir, remove: () => { try { rmdirSync(dir) } catch {} } } // emptied by the exit just before
+    } catch {
+      try { rmdirSync(dir) } catch {}
+    }
+  }
+  return null
+}
+
+/**
+ * Runs `node ...nodeArgs <entry> ...args` as a child process with `env` added, and waits until
+ * GET <url>/readyz is 200. A password in env.DATABASE_URL is passed apart, in DATABASE_PASSWORD (see
+ * databaseEnv). `memoryLimitMb`: the process runs in a memory cgroup of that limit, as in a pod (see
+ * memoryCgroup), or, where none can be made, without one (`memoryLimited` says which).
+ * Returns { url, port, child, memoryLimited, logs(), stop(signal) } where stop resolves with { code, signal }.
+ */
+export async function startService ({ entry, args = [], nodeArgs = [], env = {}, port, memoryLimitMb, readyPath = '/readyz', timeoutMs = 30_000 }) {
   port ??= await freePort()
-  const child = spawn(process.execPath, [entry, ...args], {
+  const cgroup = memoryLimitMb ? memoryCgroup(memoryLimitMb) : null
+  // In the cgroup from its first instruction: Node reads the limit once, when it sizes the heap. The
+  // shell's pid is node's (exec).
+  const command = [process.execPath, ...nodeArgs, entry, ...args]
+  const child = spawn(cgroup ? 'sh' : command[0], cgroup ? ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup.dir, ...command] : command.slice(1), {
     env: {
       ...process.env,
       HOST: '127.0.0.1',
@@ -362,16 +393,20 @@ export async function startService ({ entry, args = [], env = {}, port, readyPat
   } catch (err) {
     // Never ready (a machine too busy, say): the test fails, and the process must not outlive it.
     child.kill('SIGKILL')
+    await exited(child)
+    cgroup?.remove()
     throw err
   }
   return {
     url,
     port,
     child,
+    memoryLimited: Boolean(cgroup),
     logs,
     async stop (signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal)
       await exited(child)
+      cgroup?.remove()
       return { code: child.exitCode, signal: child.signalCode }
     }
   }
