@@ -112,9 +112,9 @@ const env = {
 }
 // Every service runs in this process, each on its own worker threads: one Node process instead of
 // five saves a main thread and Node itself per service (~70 MB each: npm run bench:start). The
-// workers' young generation stays small too: a laptop's quick start needs memory more than the last
-// per cent of throughput.
-const serviceEnv = (s) => ({ WORKER_YOUNG_GENERATION_MB: '3', ...env, PORT: String(s.port) })
+// workers' young generation stays small too (package.json's --max-semi-space-size=1 is V8's, so every
+// thread's): a laptop's quick start needs memory more than the last per cent of throughput.
+const serviceEnv = (s) => ({ ...env, PORT: String(s.port) })
 let stopping = false
 const running = [] // each service's { close } once its workers listen
 const started = services.map(async (s) => {

@@ -19,8 +19,7 @@ export const baseSchema = {
   properties: {
     HOST: { type: 'string', default: '0.0.0.0', description: 'address to listen on' },
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000, description: 'HTTP port (shared by all workers)' },
-    WORKERS: { type: 'integer', minimum: 1, maximum: 256, default: cpuBudget(), description: 'worker threads serving the port; default: the CPUs the process may use — its cgroup CPU quota (a container\'s CPU limit) rounded down, else the CPUs it may run on; at least 1' },
-    WORKER_YOUNG_GENERATION_MB: { type: 'integer', minimum: 1, maximum: 1024, default: 48, description: 'V8 young generation of each worker thread, in MB (three times its semi-space): left to V8 it grows under load (a one-worker profile pod at 290–390 MB RSS instead of 213–235); smaller costs CPU (12: ~15% more per request, 24: ~3%)' },
+    WORKERS: { type: 'integer', minimum: 1, maximum: 256, default: cpuBudget(), description: 'worker threads serving the port (1: the one instance runs on the main thread); default: the CPUs the process may use — its cgroup CPU quota (a container\'s CPU limit) rounded down, else the CPUs it may run on; at least 1' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'pino log level' },
     LOG_REQUESTS: { type: 'boolean', default: false, description: 'log every request (metrics already count them)' },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://', description: 'PostgreSQL connection URL' },

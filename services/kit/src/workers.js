@@ -1,12 +1,16 @@
 // The main thread of a service process: starts WORKERS worker threads that each run the Fastify app
 // on the same port (SO_REUSEPORT: the kernel spreads connections), replaces a crashed worker,
 // answers metrics scrapes with the sum of all workers, relays in-memory cache invalidations between
-// workers, and shuts everything down on SIGTERM/SIGINT.
+// workers, and shuts everything down on SIGTERM/SIGINT. With WORKERS=1 the one instance runs on the
+// main thread instead: a thread of its own cost a second V8 heap and a second copy of every module
+// (~50 MB of a one-worker pod's RSS) and bought only its replacement after a crash, which Kubernetes
+// does for the pod (an uncaught error shuts the process down gracefully, exit 1).
 import { Worker } from 'node:worker_threads'
 import { createServer } from 'node:net'
 import closeWithGrace from 'close-with-grace'
 import { createProcessMetrics, aggregate } from './metrics.js'
 import { createPool } from './pg.js'
+import { createInstance } from './instance.js'
 
 const RESTARTS_ALLOWED = 5 // within RESTART_WINDOW_MS; past that the process exits and Kubernetes restarts the pod
 const RESTART_WINDOW_MS = 60_000
@@ -60,7 +64,7 @@ function claimPort (host, port) {
  *   process that is not its own (npm start's launcher): no signal handling, and a failure to start
  *   is thrown; the caller stops it with the returned close(). exit(code): how it ends the process
  *   after too many worker crashes.
- * @returns {Promise<{ addresses, workers, close: () => Promise<number[]> }>}  close: the graceful
+ * @returns {Promise<{ addresses, close: () => Promise<number[]> }>}  close: the graceful
  *   shutdown, resolving to the workers' exit codes (1: a worker cut requests still running)
  */
 export async function runWorkers (service, config, log, { hosted = false, exit = (code) => process.exit(code) } = {}) {
@@ -83,6 +87,8 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
   const processMetrics = createProcessMetrics()
   const database = probeDatabase(config, log, service.name)
   const workers = new Map() // id -> Worker
+  let inline = null // with one worker: the instance on this thread (a promise while it starts)
+  const pretty = Boolean(process.stdout.isTTY)
   const asks = new Map() // ask id -> { answers, waiting, resolve, timer }
   const restarts = []
   let closing = false
@@ -99,8 +105,7 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
   function spawn (id) {
     return new Promise((resolve, reject) => {
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
-        workerData: { serviceUrl: service.url, id, reusePort: !unsupported, pretty: Boolean(process.stdout.isTTY), config, database: database.state },
-        resourceLimits: { maxYoungGenerationSizeMb: config.WORKER_YOUNG_GENERATION_MB }
+        workerData: { serviceUrl: service.url, id, reusePort: !unsupported, pretty, config, database: database.state }
       })
       workers.set(id, worker)
       worker.on('message', async (msg) => {
@@ -128,9 +133,10 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
 
   // Sends `message` to every worker (but `except`) and resolves to their answers; a stuck worker
   // is left out after ASK_TIMEOUT_MS rather than stalling scrapes and writes.
-  function askAll (message, except) {
+  async function askAll (message, except) {
+    if (inline) return except === 0 ? [] : [await (await inline).answers[message.op](message)]
     const targets = [...workers].filter(([id]) => id !== except).map(([, w]) => w)
-    if (!targets.length) return Promise.resolve([])
+    if (!targets.length) return []
     const id = ++askSeq
     return new Promise((resolve) => {
       const entry = { answers: [], waiting: targets.length, resolve }
@@ -158,10 +164,12 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
     closing = true
     database.stop()
     log.info({ signal }, 'shutting down: finishing in-flight requests')
-    const codes = await Promise.all([...workers.values()].map((worker) => new Promise((resolve) => {
-      worker.once('exit', resolve)
-      worker.postMessage({ type: 'shutdown' })
-    })))
+    const codes = inline
+      ? [await inline.then((instance) => instance.shutdown(), () => 0)]
+      : await Promise.all([...workers.values()].map((worker) => new Promise((resolve) => {
+          worker.once('exit', resolve)
+          worker.postMessage({ type: 'shutdown' })
+        })))
     log.info('all workers closed')
     return codes
   }
@@ -176,16 +184,22 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
 
   let addresses
   try {
-    addresses = await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)))
+    if (count === 1) {
+      inline = createInstance({ service, id: 0, reusePort: !unsupported, pretty, config, database: database.state, call: (op, args) => calls[op](args, 0) })
+      addresses = [await (await inline).listen()]
+    } else {
+      addresses = await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)))
+    }
   } catch (err) {
-    if (closing) return { workers, close } // stopped while starting: the shutdown above finishes the job
+    if (closing) return { close } // stopped while starting: the shutdown above finishes the job
     closing = true
     database.stop()
     await Promise.all([...workers.values()].map((w) => w.terminate()))
+    await inline?.then((instance) => instance.close(), () => {})
     if (hosted) throw new Error(`could not start workers: ${err.message}`, { cause: err })
     log.fatal({ err: err.message }, 'could not start workers')
     process.exit(1)
   }
-  log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count} worker thread(s)`)
-  return { addresses, workers, close }
+  log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count === 1 ? 'one worker, on the main thread' : `${count} worker threads`}`)
+  return { addresses, close }
 }

@@ -90,6 +90,7 @@ test('two workers serve one port and one scrape shows the sum of both', async ()
       const perWorker = [0, 1].map((w) => metric(text, 'http_requests_by_worker_total', { worker: w }))
       assert.ok(perWorker.every((c) => c > 0), `both workers served: ${perWorker}`)
       assert.ok(text.includes('process_cpu_seconds_total'), 'process metrics come once, from the main thread')
+      assert.deepEqual(JSON.parse((await getFresh(`${svc.url}/thread`)).body), { mainThread: false })
       for (const worker of [0, 1]) {
         const [total, used] = ['total', 'used'].map((kind) => metric(text, 'worker_heap_bytes', { worker, kind }))
         assert.ok(used > 1e6 && used <= total, `worker ${worker}'s own heap: ${used} of ${total} bytes`)
@@ -118,6 +119,31 @@ test('each worker opens PG_POOL_MIN connections before it listens and keeps them
   } finally {
     await some.stop()
   }
+})
+
+test('one worker runs on the main thread: no thread of its own, one scrape with the process metrics', async () => {
+  const svc = await start({ WORKERS: '1', LOG_LEVEL: 'info' })
+  try {
+    assert.deepEqual(JSON.parse((await getFresh(`${svc.url}/thread`)).body), { mainThread: true })
+    await Promise.all(Array.from({ length: 20 }, () => getFresh(`${svc.url}/slow`)))
+    const text = (await getFresh(`${svc.url}/metrics`)).body
+    assert.equal(metric(text, 'http_request_duration_seconds_count', { route: '/slow' }), 20)
+    assert.equal(metric(text, 'service_workers'), 1)
+    assert.equal(metric(text, 'worker_heap_bytes', { worker: 0, kind: 'total' }), metric(text, 'nodejs_heap_size_total_bytes'), 'the one heap')
+    assert.match(svc.logs(), /with one worker, on the main thread/)
+  } finally {
+    assert.equal((await svc.stop()).code, 0)
+  }
+})
+
+test('one worker: an error nothing catches shuts the process down gracefully, exit 1 (Kubernetes restarts it)', async () => {
+  const svc = await start({ WORKERS: '1', LOG_LEVEL: 'info', SHUTDOWN_DELAY_MS: '100' })
+  const inFlight = getFresh(`${svc.url}/slow?ms=300`)
+  await sleep(50)
+  await get(svc.url, '/crash')
+  assert.equal((await inFlight).status, 200, 'the request in flight is answered')
+  assert.deepEqual(await svc.stop('SIGCONT'), { code: 1, signal: null }) // SIGCONT: no signal of ours, only the wait for the exit
+  assert.match(svc.logs(), /deliberate crash/)
 })
 
 test('a crashed worker is replaced and the port keeps answering', async () => {
