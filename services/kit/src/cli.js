@@ -16,7 +16,7 @@ import { parseCommand, usageText, UsageError, UserError, wholeNumber, numberIn }
 import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
-const YOUNG_MB = 24 // the image's --max-semi-space-size=16 (services/Dockerfile) wins over it there: 48
+const YOUNG_MB = 24 // the image's --max-semi-space-size=4 (services/Dockerfile) wins over it there: 12
 // The data commands' thread entries: files a Worker runs (with a capped heap), not imports.
 const THREADS = {
   generate: new URL('./etl/generate-worker.js', import.meta.url),
