@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { sharedReads } from '../src/pg.js'
+import { sharedReads, batchedLoads } from '../src/pg.js'
 
 // A load that the test ends by hand: loads[i] is the i-th load started, with its key.
 function loader () {
@@ -59,4 +59,32 @@ test('other keys load on their own; a failed load fails only the reads that shar
   // A load that throws before it returns a promise fails its reads the same way, and the key goes on.
   assert.deepEqual(await settled(read('z', () => { throw new Error('bad query') })), { error: 'bad query' })
   assert.equal(await read('z', async () => 'z'), 'z')
+})
+
+test('batchedLoads: the ids of one turn go out as one load, each read gets its own row or undefined', async () => {
+  const calls = []
+  const load = batchedLoads(async (ids) => {
+    calls.push(ids)
+    return new Map(ids.filter((id) => id !== 404).map((id) => [id, { id }]))
+  })
+  const reads = [load(1), load(2), load(404), load(2)]
+  assert.equal(calls.length, 0, 'nothing is sent before the turn ends')
+  assert.deepEqual(await Promise.all(reads), [{ id: 1 }, { id: 2 }, undefined, { id: 2 }])
+  assert.deepEqual(calls, [[1, 2, 404]], 'one load, each id once')
+  assert.deepEqual(await load(3), { id: 3 })
+  assert.deepEqual(calls, [[1, 2, 404], [3]], 'a read in a later turn is a load of its own')
+})
+
+test('batchedLoads: a failed load fails every read of its batch and none of the next; a batch holds at most `max` ids', async () => {
+  let fail = true
+  const calls = []
+  const load = batchedLoads(async (ids) => {
+    calls.push(ids)
+    if (fail) throw new Error('PostgreSQL unreachable')
+    return new Map(ids.map((id) => [id, id]))
+  }, { max: 2 })
+  assert.deepEqual(await Promise.all([1, 2].map((id) => settled(load(id)))), [{ error: 'PostgreSQL unreachable' }, { error: 'PostgreSQL unreachable' }])
+  fail = false
+  assert.deepEqual(await Promise.all([1, 2, 3, 4, 5].map(load)), [1, 2, 3, 4, 5])
+  assert.deepEqual(calls.slice(1), [[1, 2], [3, 4], [5]])
 })

@@ -1,10 +1,12 @@
-// One round trip per request; PostgreSQL builds the document. Prepared statements (`name`).
+// One round trip per request (a GET's cache misses of one turn share one); PostgreSQL builds the
+// document. Prepared statements (`name`).
 // `version` rides along for the cache (sendCached's ETag and never-stale reads); the response schema drops it.
 const MENU = `json_build_object('id', id, 'dishes', coalesce(dishes, '[]'::jsonb), 'link', link, 'version', version)`
 
-export const menu = {
-  name: 'menu',
-  text: `SELECT ${MENU} AS json FROM menus WHERE id = $1`
+// The cache misses of one turn in one statement (kit batchedLoads), an index probe per id.
+export const menus = {
+  name: 'menus_by_id',
+  text: `SELECT id, ${MENU} AS json FROM menus WHERE id = ANY($1::int[])`
 }
 
 // The writes answer the new document, whether it was created, and the version before (null: no
