@@ -2,7 +2,7 @@
 export { loadConfig, baseSchema } from './config.js'
 export { redact } from './redact.js'
 export { createMetrics, DURATION_BUCKETS, promClient } from './metrics.js'
-export { queryDocument, prepared, isUnavailable, connectionOptions, connectionLost, withClient, sharedReads, batchedLoads } from './pg.js'
+export { queryDocument, prepared, isUnavailable, connectionOptions, connectionLost, withClient, sharedReads, batchedRows } from './pg.js'
 export { createCache } from './cache.js'
 export { errorResponses, errorResponse, errorSchema, httpError, notModifiedResponse } from './app.js'
 export { text, httpUrl, id, INT4_MAX } from './validation.js'

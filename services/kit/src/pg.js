@@ -197,3 +197,11 @@ export function batchedLoads (loadMany, { max = 100 } = {}) {
     return read.promise
   }
 }
+
+/**
+ * batchedLoads over one prepared statement: `query` takes the ids as an array in $1 and returns a
+ * row per id found, with its `id` column. Returns load(id), resolving to that id's row or undefined.
+ */
+export function batchedRows (pool, query) {
+  return batchedLoads(async (ids) => new Map((await pool.query(prepared(pool, query, [ids]))).rows.map((row) => [row.id, row])))
+}

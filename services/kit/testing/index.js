@@ -340,8 +340,10 @@ let cgroups = 0
 function memoryCgroup (limitMb) {
   const bytes = String(limitMb * 2 ** 20)
   const name = `suite-test-${process.pid}-${++cgroups}`
-  for (const [parent, file] of [['/sys/fs/cgroup/memory', 'memory.limit_in_bytes'], ['/sys/fs/cgroup', 'memory.max']]) {
-    if (!existsSync(join(parent, file === 'memory.max' ? 'cgroup.subtree_control' : 'memory.limit_in_bytes'))) continue
+  // [where, the limit's file, a file only that hierarchy has]: on a cgroup v1 machine /sys/fs/cgroup is
+  // a tmpfs, where mkdir and a write would make a plain folder and file, and limit nothing.
+  for (const [parent, file, mark] of [['/sys/fs/cgroup/memory', 'memory.limit_in_bytes', 'memory.limit_in_bytes'], ['/sys/fs/cgroup', 'memory.max', 'cgroup.subtree_control']]) {
+    if (!existsSync(join(parent, mark))) continue
     const dir = join(parent, name)
     try {
       mkdirSync(dir)

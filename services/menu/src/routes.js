@@ -1,4 +1,4 @@
-import { batchedLoads, prepared, httpError, preconditions } from '@suite/kit'
+import { batchedRows, prepared, httpError, preconditions } from '@suite/kit'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
 
@@ -19,13 +19,12 @@ async function eitherDishesOrLink (request) {
 export default async function routes (app) {
   const { pg } = app
 
-  // The misses of a turn share one query (batchedLoads).
-  const read = batchedLoads(async (ids) => new Map((await pg.query(prepared(pg, sql.menus, [ids]))).rows.map((row) => [row.id, row.json])))
+  const read = batchedRows(pg, sql.menus) // the misses of a turn share one query
   // Both GET routes serve the same document, so they share one cache key.
   const getMenu = async (request, reply) => {
     const { id } = request.params
     const found = await reply.sendCached(key(id), async () => {
-      const doc = await read(id)
+      const doc = (await read(id))?.json
       return doc && { doc, version: doc.version }
     }, { versioned: true })
     if (!found) throw httpError(404, `menu ${id} not found`)

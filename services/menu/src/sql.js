@@ -3,7 +3,7 @@
 // `version` rides along for the cache (sendCached's ETag and never-stale reads); the response schema drops it.
 const MENU = `json_build_object('id', id, 'dishes', coalesce(dishes, '[]'::jsonb), 'link', link, 'version', version)`
 
-// The cache misses of one turn in one statement (kit batchedLoads), an index probe per id.
+// The cache misses of one turn in one statement (kit batchedRows), an index probe per id.
 export const menus = {
   name: 'menus_by_id',
   text: `SELECT id, ${MENU} AS json FROM menus WHERE id = ANY($1::int[])`

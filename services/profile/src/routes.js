@@ -1,4 +1,4 @@
-import { prepared, httpError, preconditions, batchedLoads } from '@suite/kit'
+import { prepared, httpError, preconditions, batchedRows } from '@suite/kit'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
 
@@ -21,9 +21,9 @@ export default async function routes (app) {
   const { pg, cache } = app
   const query = async (q, values) => (await pg.query(prepared(pg, q, values))).rows[0]
 
-  // The misses of a turn share one query (batchedLoads), then cached text; the answer carries ETag
+  // The misses of a turn share one query (batchedRows), then cached text; the answer carries ETag
   // "<version>" (see reply.sendCached).
-  const read = batchedLoads(async (ids) => new Map((await pg.query(prepared(pg, sql.read, [ids]))).rows.map((row) => [row.id, row])))
+  const read = batchedRows(pg, sql.read)
   const sendProfile = (reply, key, id, shape) => reply.sendCached(key, async () => {
     const row = await read(id)
     return row && { doc: shape(row.doc), version: row.version }

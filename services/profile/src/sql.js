@@ -10,7 +10,7 @@ const DOC = (r) => `json_build_object(
   'created_at', to_char(${r}.created_at AT TIME ZONE 'UTC', ${ISO}),
   'updated_at', to_char(${r}.updated_at AT TIME ZONE 'UTC', ${ISO}))`
 
-// Reads: the cache misses of one turn in one statement (kit batchedLoads), an index probe per id.
+// Reads: the cache misses of one turn in one statement (kit batchedRows), an index probe per id.
 export const read = {
   name: 'restaurants_by_id',
   text: `SELECT r.id, r.version, ${DOC('r')} AS doc FROM restaurants r WHERE r.id = ANY($1::int[])`
