@@ -115,7 +115,8 @@ export function countLate (offsets, { rate, lateMs }) {
  * @param {string} [o.html]      write vegeta plot's HTML report there
  * @param {string} [o.text]      write vegeta report's text there
  * @returns figures: planned, sent, requests, seconds, rps, p50/p95/p99/max (ms), errors, errorRate,
- *   late, dropped, statuses {code: n}, routes {name: {requests, errors, p50, p95, p99, max}}, firstError
+ *   late, dropped, statuses {code: n}, routes {name: {requests, errors, p50, p95, p99, max}}, firstError,
+ *   latencies (ms, every request's, in the order they came: several attacks' percentiles together)
  */
 export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0, requests = 0, workers, lateMs = 100, timeoutSeconds = 30, name = 'attack', html, text }) {
   if (!Number.isInteger(rate) || rate < 0) throw new Error(`the rate must be a whole number of requests per second (got ${rate})`)
@@ -248,7 +249,8 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
     dropped: closed ? 0 : Math.max(0, planned - all.length),
     statuses,
     routes: Object.fromEntries([...routes].sort(([a], [b]) => a.localeCompare(b)).map(([n, r]) => [n, { requests: r.requests, errors: r.errors, ...summary(r.latencies) }])),
-    firstError
+    firstError,
+    latencies: all
   }
 }
 

@@ -4,7 +4,10 @@
 // (CACHE_ENABLED=false: every request a query); each case measured alone; one table whose every RPS
 // is a ratio to that baseline — the machine is shared and noisy, ratios in one run are what hold.
 // A case marked `sameBytes` is also measured against bare Fastify sending the very bytes it sent
-// (hello.js with BODIES), right before it, on the same sample of paths: the kit's own cost.
+// (hello.js with BODIES, run as the service is: same node flags, same memory limit), on the same
+// sample of paths: the kit's own cost. Two cases compared (that pair, or a case on two commits with
+// bench:compare) are measured in interleaved rounds (a b, b a, a b): neither side always runs
+// second, after the other has heated the machine, and both meet the same noise.
 import { fileURLToPath } from 'node:url'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -13,7 +16,7 @@ import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { startPostgres, startRedis, startService, get, metric, cpuSeconds } from '@suite/kit/testing'
 import { pgTarget } from '@suite/kit/etl'
-import { attack } from '../../loadtests/lib/vegeta.js'
+import { attack, percentile } from '../../loadtests/lib/vegeta.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -24,6 +27,7 @@ const imageNodeArgs = (tree) => JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(readFil
 export const POD_MEMORY_MB = Number(/^resources:\n(?: {2}.*\n)*? {2}limits:\n(?: {4}.*\n)*? {4}memory: (\d+)Mi$/m.exec(readFileSync(`${root}charts/service/values.yaml`, 'utf8'))[1])
 const RATE_CONNECTIONS = 64 // fixed-rate cases: requests in flight at most (vegeta's workers)
 const SAME_BYTES_SAMPLE = 1000 // paths drawn from a sameBytes case, fetched once, then both sides draw from them
+const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration / PAIR_ROUNDS long
 
 /**
  * @param {object} o
@@ -77,14 +81,16 @@ export async function runBench ({ service, dataset, uncached = false, duration =
         ])
         if (!cached.memoryLimited) say(`no memory cgroup can be made here (root and cgroup v1's memory controller or v2 are needed): the service runs without the pod's ${POD_MEMORY_MB} MB limit, and V8 sizes its heap from the machine's memory`)
         running.push(cached, plain)
-        lists.push(await cases({ db, baseline, cached, uncached: plain, redis, connections }))
+        // A sameBytes case's CPU per request is the kit's cost in microseconds: the service's process is measured.
+        lists.push((await cases({ db, baseline, cached, uncached: plain, redis, connections }))
+          .map((c) => c.sameBytes && !c.pid ? { ...c, pid: [cached, plain].find((s) => s?.url === c.url)?.child.pid } : c))
       } finally {
         await db.end()
       }
     }
-    // Compared: each case on the base, then the same on this tree, its RPS a ratio to the base's.
+    // Compared: each case on the base and on this tree, this tree's RPS a ratio to the base's.
     let list = base
-      ? lists[0].flatMap((c, k) => {
+      ? lists[0].map((c, k) => {
           const label = (x, tree) => ({
             ...x,
             name: `${x.name} (${tree})`,
@@ -92,17 +98,25 @@ export async function runBench ({ service, dataset, uncached = false, duration =
             ...(x.groups && { groups: Object.fromEntries(Object.entries(x.groups).map(([path, name]) => [path, `${name} (${tree})`])) })
           })
           const b = label(lists[1][k], base.label)
-          return [b, { ...label(c, 'this tree'), pairOf: b.name }]
+          return { pair: [b, { ...label(c, 'this tree'), pairOf: b.name }] }
         })
-      : await withSameBytes(lists[0], running, profiled)
+      : await withSameBytes(lists[0], running, profiled, { nodeArgs: imageNodeArgs(root), memoryLimitMb: POD_MEMORY_MB })
     const hello = (label) => baselineConnections.map((conn) =>
       ({ name: `bare Fastify GET /hello (${label})`, url: baseline.url, path: () => '/hello', connections: conn, baseline: true }))
     list = [...hello('baseline'), ...list, ...hello('baseline, again')]
 
     const rows = []
+    const ctx = { service, duration, connections, servers: { PostgreSQL: pgServer, Redis: redis } }
     for (const c of list) {
-      say(`${c.name}: ${duration} s`)
-      rows.push(...await measure(c, { service, duration, connections, servers: { PostgreSQL: pgServer, Redis: redis } }))
+      if (c.pair && !c.pair.some((x) => x.rate)) {
+        say(`${c.pair.map((x) => x.name).join(' | ')}: ${PAIR_ROUNDS} interleaved rounds of ${duration / PAIR_ROUNDS} s`)
+        rows.push(...await measureClosed(c.pair, ctx, PAIR_ROUNDS))
+        continue
+      }
+      for (const x of c.pair ?? [c]) {
+        say(`${x.name}: ${duration} s`)
+        rows.push(...await measure(x, ctx))
+      }
     }
     return rows
   } finally {
@@ -113,11 +127,11 @@ export async function runBench ({ service, dataset, uncached = false, duration =
 }
 
 /**
- * Each sameBytes case becomes two, measured one after the other on the same SAME_BYTES_SAMPLE paths
- * drawn from it: bare Fastify answering each path with the bytes the service sent for it, then the
- * service. The service answered each path once already (its cache is warm for them).
+ * Each sameBytes case is followed by a pair measured in interleaved rounds on the same
+ * SAME_BYTES_SAMPLE paths drawn from it: bare Fastify answering each path with the bytes the service
+ * sent for it, and the service. The service answered each path once already (its cache is warm for them).
  */
-async function withSameBytes (list, running, profiled) {
+async function withSameBytes (list, running, profiled, asInPod) {
   const pairs = list.filter((c) => c.sameBytes)
   if (!pairs.length) return list
   const bodies = {}
@@ -136,7 +150,7 @@ async function withSameBytes (list, running, profiled) {
   let same
   try {
     writeFileSync(join(dir, 'bodies.json'), JSON.stringify(bodies))
-    same = await startService({ entry: `${root}scripts/bench/hello.js`, env: profiled('same-bytes', { BODIES: join(dir, 'bodies.json') }) })
+    same = await startService({ entry: `${root}scripts/bench/hello.js`, ...asInPod, env: profiled('same-bytes', { BODIES: join(dir, 'bodies.json') }) })
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -148,7 +162,7 @@ async function withSameBytes (list, running, profiled) {
     const name = `${c.name} — ${sample.length} of its paths`
     const baseName = `bare Fastify, the same bytes (${Math.round(bytes).toLocaleString('en-US')} B mean) — ${sample.length} paths`
     const path = () => sample[Math.floor(Math.random() * sample.length)]
-    return [c, { ...c, name: baseName, url: same.url, path, sameBytes: undefined }, { ...c, name, path, sameBytes: undefined, pairOf: baseName }]
+    return [c, { pair: [{ ...c, name: baseName, url: same.url, pid: same.child.pid, path, sameBytes: undefined, counters: undefined }, { ...c, name, path, sameBytes: undefined, pairOf: baseName }] }]
   })
 }
 
@@ -193,27 +207,52 @@ async function measure (c, { service, duration, connections, servers }) {
     if (!c.groups) return [{ ...common, rps: f.rps, p50: f.p50, p99: f.p99 }]
     return Object.entries(f.routes).map(([name, g]) => ({ ...common, case: `${name} (interleaved)`, rps: g.requests / f.seconds, p50: g.p50, p99: g.p99 }))
   }
-  // Throughput: a closed loop over `connections` (vegeta), each sending its next request as soon as
-  // its answer came.
-  const draw = c.request ?? (() => ({ method: 'GET', path: c.path() }))
-  const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, workers: row.connections, name: `${service}: ${c.name}` })
-  if (!c.cold) await load(1) // warm-up, not counted: JIT, connections, PostgreSQL's buffers (a cold case measures its first second too)
-  const before = c.counters && (await get(c.url, '/metrics')).body
-  // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs each.
-  const cpus = c.pid ? [['CPU µs/req', () => cpuSeconds(c.pid)], ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])] : []
-  const cpuBefore = cpus.map(([, read]) => read())
-  const f = await load(duration)
-  if (c.counters) {
-    const after = (await get(c.url, '/metrics')).body
-    row.counters = Object.fromEntries(Object.entries(c.counters).map(([label, name]) =>
-      [label, typeof name === 'function' ? name(before, after) : Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / f.seconds]))
+  return measureClosed([c], { service, duration, connections, servers }, 1)
+}
+
+/**
+ * Throughput: a closed loop over `connections` (vegeta), each sending its next request as soon as
+ * its answer came. Several cases are measured in `rounds` interleaved rounds of duration / rounds
+ * (a b, b a, a b…), each case's figures over all its rounds (its percentiles over every request).
+ */
+async function measureClosed (cases, { service, duration, connections, servers }, rounds) {
+  const sides = cases.map((c) => {
+    const draw = c.request ?? (() => ({ method: 'GET', path: c.path() }))
+    const row = { service, case: c.name, connections: c.connections ?? connections, baseline: c.baseline, pairOf: c.pairOf }
+    const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, workers: row.connections, name: `${service}: ${c.name}` })
+    // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs each.
+    const cpus = c.pid ? [['CPU µs/req', () => cpuSeconds(c.pid)], ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])] : []
+    return { c, row, load, cpus, cpu: cpus.map(() => 0), requests: 0, seconds: 0, latencies: [], statuses: {} }
+  })
+  // Warm-up, not counted: JIT, connections, PostgreSQL's buffers (a cold case measures its first second too).
+  for (const s of sides) if (!s.c.cold) await s.load(1)
+  for (const s of sides) s.before = s.c.counters && (await get(s.c.url, '/metrics')).body
+  for (let round = 0; round < rounds; round++) {
+    for (const s of round % 2 ? [...sides].reverse() : sides) {
+      const cpuBefore = s.cpus.map(([, read]) => read())
+      const f = await s.load(duration / rounds)
+      s.cpus.forEach(([, read], i) => { s.cpu[i] += read() - cpuBefore[i] })
+      s.requests += f.requests
+      s.seconds += f.seconds
+      for (const ms of f.latencies) s.latencies.push(ms)
+      for (const [code, n] of Object.entries(f.statuses)) s.statuses[code] = (s.statuses[code] ?? 0) + n
+    }
   }
-  if (c.pid) {
-    // Each process over the measured run (the service: main thread and workers), per request answered.
-    const perRequest = cpus.map(([label, read], i) => [label, 1e6 * (read() - cpuBefore[i]) / f.requests])
-    row.counters = { ...row.counters, ...Object.fromEntries(perRequest), 'RSS MB': rssBytes(c.pid) / 2 ** 20 }
+  const rows = []
+  for (const { c, row, cpus, cpu, requests, seconds, latencies, statuses, before } of sides) {
+    if (c.counters) {
+      const after = (await get(c.url, '/metrics')).body
+      row.counters = Object.fromEntries(Object.entries(c.counters).map(([label, name]) =>
+        [label, typeof name === 'function' ? name(before, after) : Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / seconds]))
+    }
+    if (c.pid) {
+      // Each process over the measured rounds (the service: main thread and workers), per request answered.
+      row.counters = { ...row.counters, ...Object.fromEntries(cpus.map(([label], i) => [label, 1e6 * cpu[i] / requests])), 'RSS MB': rssBytes(c.pid) / 2 ** 20 }
+    }
+    const sorted = Float64Array.from(latencies).sort()
+    rows.push({ ...row, rps: seconds > 0 ? requests / seconds : 0, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors: statuses[0] ?? 0, non2xx: non2xx({ statuses }) })
   }
-  return [{ ...row, rps: f.rps, p50: f.p50, p99: f.p99, errors: f.statuses[0] ?? 0, non2xx: non2xx(f) }]
+  return rows
 }
 
 // The resident memory of a process.
