@@ -11,8 +11,9 @@ import { startRedis, startService, metric } from '@suite/kit/testing'
 import { createDatabase, redisUrl } from '@suite/kit/testing/env'
 import fixture from './fixture/service.js'
 
-// The text a read serves, through wrapEntry as reply.sendCached calls it.
-const cached = async (cache, key, load) => (await cache.wrapEntry(key, load)).value
+// The text a read serves, through wrapEntry as reply.sendCached calls it (a hit's is bytes).
+const textOf = (entry) => entry.value === null || typeof entry.value === 'string' ? entry.value : entry.value.toString()
+const cached = async (cache, key, load) => textOf(await cache.wrapEntry(key, load))
 const quiet = { debug () {}, info () {}, warn () {}, error () {} }
 let db = 0
 // A cache closed after the test `t`, connected before it is returned.
@@ -99,7 +100,7 @@ for (const [kind, make] of Object.entries(kinds)) {
 
 test('memory: the in-process cache holds at most CACHE_MEMORY_MAX_BYTES, the oldest entries go first', async (t) => {
   const { cache } = await cacheOn(t, undefined, { CACHE_MEMORY_MAX_BYTES: '100000' })
-  const text = `"${'x'.repeat(10_000)}"` // counted 2 bytes a character: ~20 KB an entry, 4 fit
+  const text = `"${'x'.repeat(20_000)}"` // counted at its bytes: ~20 KB an entry, 4 fit
   for (let i = 0; i < 100; i++) await cached(cache, `t:many:${i}`, async () => text)
   const kept = async (i) => {
     let loaded = false
@@ -303,7 +304,7 @@ test('redis near cache: a hit costs no round trip to Redis; a write on another r
     let version = 1
     let loads = 0
     const load = async () => { loads++; return { value: `{"v":${version}}`, version } }
-    const read = async () => (await a.wrapEntry(key, load)).value
+    const read = async () => textOf(await a.wrapEntry(key, load))
     assert.equal(await read(), '{"v":1}')
     await sleep(20) // stored in Redis
     assert.equal(await read(), '{"v":1}') // from Redis, and now near
@@ -328,7 +329,7 @@ test('redis near cache, 3 replicas: a read right after a write acknowledged on a
   const key = 't:near:raw'
   let version = 1
   const load = async () => ({ value: `{"v":${version}}`, version })
-  const read = (r) => replicas[r].cache.wrapEntry(key, load).then((e) => e.value)
+  const read = (r) => replicas[r].cache.wrapEntry(key, load).then(textOf)
   for (let round = 1; round <= 40; round++) {
     // Every replica holds the document near: read twice, the second a hit without Redis.
     for (const r of [0, 1, 2]) { await read(r); await sleep(5); await read(r) }
