@@ -103,8 +103,14 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
 
   // The kit's hooks take a callback rather than being async: they run on every request, and an async
   // hook costs a promise and a microtask turn each.
+  const served = { worker: metrics.worker }
   app.addHook('onResponse', (request, reply, done) => {
-    metrics.requestAnswered(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
+    metrics.httpDuration.observe({
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status_code: reply.statusCode
+    }, reply.elapsedTime / 1000)
+    metrics.workerRequests.inc(served)
     done()
   })
 
