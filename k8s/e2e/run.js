@@ -436,8 +436,8 @@ async function hpa () {
     return st.currentReplicas === 1 && st.currentMetrics?.some((m) => m.resource?.current?.averageUtilization !== undefined)
   }, 180, 2000)
   // Well above the target, so that a cheaper request does not make the test miss it: 150 RPS of cached
-  // pages took ~71 millicores of one worker, at the 70m target of the 100m request, and an HPA run saw
-  // none scale out in 300 s once the kit's per-request cost fell.
+  // pages took ~71 millicores in a local run, at the 70m target of the 100m request, and an HPA run
+  // saw no scale-out in 300 s once the kit's per-request cost fell.
   const load = steadyLoad(INGRESS_URL, { rate: Number(env.E2E_HPA_RATE || 400), targets: [(i) => ({ host: INGRESS_HOST, path: `/products?count=5&page=${1 + (i % 40)}` })] })
   const started = Date.now()
   let scaled

@@ -81,7 +81,8 @@ export function percentile (sorted, q) {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]
 }
 
-const summary = (latencies) => {
+/** p50, p95, p99 and max (ms) of a list of latencies. */
+export const summary = (latencies) => {
   const s = Float64Array.from(latencies).sort()
   return { p50: percentile(s, 0.5), p95: percentile(s, 0.95), p99: percentile(s, 0.99), max: s.length ? s[s.length - 1] : NaN }
 }

@@ -16,7 +16,7 @@ import pg from 'pg'
 import { migrate } from '@suite/kit'
 import { startPostgres, startRedis, startService, get, metric, cpuSeconds } from '@suite/kit/testing'
 import { pgTarget } from '@suite/kit/etl'
-import { attack, percentile } from '../../loadtests/lib/vegeta.js'
+import { attack, summary } from '../../loadtests/lib/vegeta.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -249,8 +249,8 @@ async function measureClosed (cases, { service, duration, connections, servers }
       // Each process over the measured rounds (the service: main thread and workers), per request answered.
       row.counters = { ...row.counters, ...Object.fromEntries(cpus.map(([label], i) => [label, 1e6 * cpu[i] / requests])), 'RSS MB': rssBytes(c.pid) / 2 ** 20 }
     }
-    const sorted = Float64Array.from(latencies).sort()
-    rows.push({ ...row, rps: seconds > 0 ? requests / seconds : 0, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors: statuses[0] ?? 0, non2xx: non2xx({ statuses }) })
+    const { p50, p99 } = summary(latencies)
+    rows.push({ ...row, rps: seconds > 0 ? requests / seconds : 0, p50, p99, errors: statuses[0] ?? 0, non2xx: non2xx({ statuses }) })
   }
   return rows
 }

@@ -19,7 +19,7 @@
 // reach the database every time), or "<version>" alone for a tombstone (a miss). Both stores hand it
 // back as bytes (a Buffer), and a hit is sent as those bytes: no UTF-8 decoding of Redis's answer
 // into a string, and no re-encoding of it into the response. Measured side by side against strings
-// (npm run bench:compare): 1.04–1.05× on documents of 0.4–2.4 KB, 0.94–0.97× on those of 25–330 bytes
+// (npm run bench:compare): 1.01–1.05× on documents of 0.4–2.4 KB, 0.94–0.97× on those of 25–330 bytes
 // (a Buffer view and a two-part write cost more there than decoding a short text), a few MB less RSS.
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
