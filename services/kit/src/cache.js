@@ -57,15 +57,15 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
       raw = await store.get(key)
     } catch (err) {
       storeOk = false
-      metrics.cacheRequests.inc({ keyspace, result: err === BYPASSED ? 'bypass' : 'error' })
+      metrics.cacheLookup(keyspace, err === BYPASSED ? 'bypass' : 'error')
       if (err !== BYPASSED) log.debug({ err: err.message, key }, 'cache read failed, reading through')
     }
     const entry = raw === null ? { version: 0 } : parse(raw)
     if (entry.value !== undefined) {
-      metrics.cacheRequests.inc({ keyspace, result: 'hit' })
+      metrics.cacheLookup(keyspace, 'hit')
       return entry
     }
-    if (storeOk) metrics.cacheRequests.inc({ keyspace, result: 'miss' })
+    if (storeOk) metrics.cacheLookup(keyspace, 'miss')
 
     let pending = inflight.get(key)
     if (!pending || pending.version < entry.version) {
@@ -84,7 +84,7 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
     const started = Date.now() // the memory store counts an entry's age from here: it is the data's age
     const entry = entryOf(await load())
     const stored = storeOk && fits(entry.value) && store.setIfNotOlder(key, entry.version, `${entry.version}\n${entry.value ?? ''}`, ttlFor(ttl), started).catch((err) => {
-      if (err !== BYPASSED) metrics.cacheRequests.inc({ keyspace, result: 'error' })
+      if (err !== BYPASSED) metrics.cacheLookup(keyspace, 'error')
       log.debug({ err: err.message, key }, 'cache write failed')
     })
     return { entry, stored }
@@ -104,7 +104,7 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
     try {
       await store.tombstone(key, version, ttlFor(config.CACHE_TTL_SECONDS))
     } catch (err) {
-      if (err !== BYPASSED) metrics.cacheRequests.inc({ keyspace: keyspaceOf(key), result: 'error' })
+      if (err !== BYPASSED) metrics.cacheLookup(keyspaceOf(key), 'error')
       log.warn({ err: err.message, key }, 'cache invalidation failed; retried when the cache is back')
     }
     if (store.kind === 'memory') await broadcast(key, version)

@@ -16,6 +16,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 const DRAIN_IDLE_MS = 1000
 const DRAIN_ACCEPT_MAX_MS = 5000
 
+const CONNECTION = Symbol('connection') // on a response: its connection's { busy, idleSince }
+function requestClosed () {
+  const s = this[CONNECTION]
+  s.busy--
+  s.idleSince = performance.now()
+}
+
 /** Follows `server`'s connections from now on (call it before listening); returns { drain }. */
 export function trackConnections (server) {
   const sockets = new Map() // socket -> { busy: requests in progress, idleSince }
@@ -29,7 +36,8 @@ export function trackConnections (server) {
     const s = sockets.get(req.socket)
     if (!s) return
     s.busy++
-    res.once('close', () => { s.busy--; s.idleSince = performance.now() })
+    res[CONNECTION] = s
+    res.on('close', requestClosed) // one shared listener, not a closure and a once() wrapper per request
   })
 
   /**

@@ -15,22 +15,44 @@ export function createMetrics ({ worker = 0 } = {}) {
   const m = { registry, worker: String(worker) }
   const opts = (o) => ({ registers: [registry], ...o })
 
-  m.httpDuration = new client.Histogram(opts({
+  // What every request counts is recorded in plain numbers and handed to the registry when a scrape
+  // collects it: prom-client's observe() and inc() check and hash their labels on every call (1.3 µs for
+  // this histogram's, 0.3–0.4 µs a counter's: a tenth of a cached read's CPU in all).
+  const durations = requestDurations(opts({
     name: 'http_request_duration_seconds',
     help: 'HTTP request duration by route, method and status code',
-    labelNames: ['method', 'route', 'status_code'],
     buckets: DURATION_BUCKETS
   }))
-  m.workerRequests = new client.Counter(opts({
+  let served = 0
+  new client.Counter(opts({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
     name: 'http_requests_by_worker_total',
     help: 'HTTP requests answered by each worker thread (how evenly the kernel spreads connections)',
-    labelNames: ['worker']
+    labelNames: ['worker'],
+    collect () { this.inc({ worker: m.worker }, served); served = 0 }
   }))
-  m.cacheRequests = new client.Counter(opts({
+  /** One request answered: its duration by method, route pattern and status. */
+  m.requestAnswered = (method, route, status, seconds) => {
+    durations.observe(method, route, status, seconds)
+    served++
+  }
+  const lookups = new Map() // keyspace -> { hit, miss, error, bypass }: counts not yet collected
+  new client.Counter(opts({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
     name: 'cache_requests_total',
     help: 'cache lookups by keyspace and result (hit, miss, error: Redis failed and the request went to the database)',
-    labelNames: ['keyspace', 'result']
+    labelNames: ['keyspace', 'result'],
+    collect () {
+      for (const [keyspace, counts] of lookups) {
+        for (const result in counts) if (counts[result]) this.inc({ keyspace, result }, counts[result])
+      }
+      lookups.clear()
+    }
   }))
+  /** One cache lookup of `keyspace`: 'hit', 'miss', 'error' or 'bypass'. */
+  m.cacheLookup = (keyspace, result) => {
+    let counts = lookups.get(keyspace)
+    if (!counts) lookups.set(keyspace, (counts = { hit: 0, miss: 0, error: 0, bypass: 0 }))
+    counts[result]++
+  }
   m.cacheLoads = new client.Counter(opts({
     name: 'cache_loads_total',
     help: 'database loads behind cache misses; concurrent misses of one key share one load',
@@ -77,6 +99,45 @@ export function createMetrics ({ worker = 0 } = {}) {
   sampler.unref()
   m.stop = () => clearInterval(sampler)
   return m
+}
+
+/**
+ * A histogram of request durations by method, route and status_code, in the registry as prom-client's
+ * own histograms are (the same export, summed across workers by the main thread alike), its
+ * observe() a Map lookup and a few additions.
+ */
+function requestDurations ({ name, help, buckets, registers }) {
+  const series = new Map() // "method status route" -> { labels, counts per bucket, count, sum }
+  const metric = {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    observe (method, route, status, seconds) {
+      const key = `${method} ${status} ${route}`
+      let s = series.get(key)
+      if (!s) series.set(key, (s = { labels: { method, route, status_code: status }, counts: new Float64Array(buckets.length), count: 0, sum: 0 }))
+      let i = 0
+      while (i < buckets.length && seconds > buckets[i]) i++
+      if (i < buckets.length) s.counts[i]++
+      s.count++
+      s.sum += seconds
+    },
+    async get () {
+      const values = []
+      for (const { labels, counts, count, sum } of series.values()) {
+        let below = 0
+        buckets.forEach((le, i) => { below += counts[i]; values.push({ labels: { le, ...labels }, value: below, metricName: `${name}_bucket` }) })
+        values.push({ labels: { le: '+Inf', ...labels }, value: count, metricName: `${name}_bucket` })
+        values.push({ labels, value: sum, metricName: `${name}_sum` })
+        values.push({ labels, value: count, metricName: `${name}_count` })
+      }
+      return { name, help, type: 'histogram', values, aggregator: 'sum' }
+    },
+    reset () { series.clear() }
+  }
+  for (const registry of registers) registry.registerMetric(metric)
+  return metric
 }
 
 /** Gauges of a pg Pool, read at scrape time. */
