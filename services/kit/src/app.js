@@ -39,7 +39,7 @@ const requestId = (req) => {
   const id = req.headers['x-request-id']
   return typeof id === 'string' && SAFE_REQUEST_ID.test(id) ? id : newRequestId()
 }
-// A generated id is a UUID (v4 layout) whose first 92 bits are random, drawn once per 2^32 ids of a
+// A generated id is a UUID (v4 layout) whose first 90 bits are random, drawn once per 2^32 ids of a
 // worker, and whose last 32 count: unique as a random one, and made by a concatenation instead of
 // randomUUID()'s drawing and formatting of 16 bytes on every request.
 let idPrefix = ''
