@@ -60,22 +60,18 @@ class RequestLogger {
   }
 
   get #logger () { return (this.#child ??= this.#parent.child(this.#bindings, this.#opts)) }
-  // Whether a line of `value` would be written: asked before any child exists (a route's own level wins).
-  #enabled (value) {
-    if (this.#child) return true // its method is pino's own, a no-op below its level
-    const level = this.#opts.level ?? this.#parent.level
-    return (pino.levels.values[level] ?? Infinity) <= value // silent: no value, nothing written
-  }
 
+  // The level the child has or would have: a route's own level wins over the parent's.
   get level () { return this.#child?.level ?? this.#opts.level ?? this.#parent.level }
   set level (level) { this.#logger.level = level }
-  isLevelEnabled (level) { return this.#logger.isLevelEnabled(level) }
+  // Answered from the level, without a child (silent, or an unknown name: nothing is written).
+  isLevelEnabled (name) { return (pino.levels.values[this.level] ?? Infinity) <= pino.levels.values[name] }
   bindings () { return this.#logger.bindings() }
   child (bindings, opts) { return this.#logger.child(bindings, opts) }
-  fatal (...args) { if (this.#enabled(60)) this.#logger.fatal(...args) }
-  error (...args) { if (this.#enabled(50)) this.#logger.error(...args) }
-  warn (...args) { if (this.#enabled(40)) this.#logger.warn(...args) }
-  info (...args) { if (this.#enabled(30)) this.#logger.info(...args) }
-  debug (...args) { if (this.#enabled(20)) this.#logger.debug(...args) }
-  trace (...args) { if (this.#enabled(10)) this.#logger.trace(...args) }
+  fatal (...args) { if (this.isLevelEnabled('fatal')) this.#logger.fatal(...args) }
+  error (...args) { if (this.isLevelEnabled('error')) this.#logger.error(...args) }
+  warn (...args) { if (this.isLevelEnabled('warn')) this.#logger.warn(...args) }
+  info (...args) { if (this.isLevelEnabled('info')) this.#logger.info(...args) }
+  debug (...args) { if (this.isLevelEnabled('debug')) this.#logger.debug(...args) }
+  trace (...args) { if (this.isLevelEnabled('trace')) this.#logger.trace(...args) }
 }
