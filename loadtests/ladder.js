@@ -11,7 +11,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { pathToFileURL, fileURLToPath } from 'node:url'
-import { runCommand, UsageError, UserError, oneOf, wholeNumbers, wholeNumber, numberIn, duration } from '@suite/kit/args'
+import { runCommand, UsageError, UserError, oneOf, wholeNumbers, wholeNumber, numberIn, duration, settings } from '@suite/kit/args'
 import { attackScenario } from './lib/vegeta.js'
 import { lineChart, svgDocument, fmt } from './lib/svg.js'
 import { servers, prepareDatabase, startInstances } from './lib/stack.js'
@@ -139,15 +139,6 @@ export const usage = {
   ]
 }
 
-/** NAME=VALUE options → an object; a malformed one is a usage error. */
-function envOf (list) {
-  return Object.fromEntries(list.map((kv) => {
-    const i = kv.indexOf('=')
-    if (!/^[A-Z][A-Z0-9_]*$/.test(kv.slice(0, i))) throw new UsageError(`--env must be NAME=VALUE with NAME in capitals (got "${kv}")`)
-    return [kv.slice(0, i), kv.slice(i + 1)]
-  }))
-}
-
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   await runCommand('ladder', usage, async (values) => {
     const scenario = oneOf(values, 'scenario', SCENARIO_NAMES)
@@ -158,7 +149,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       seconds: duration(values, 'duration'),
       warmup: { seconds: duration(values, 'warmup'), rate: wholeNumber(values, 'warmup-rate', { min: 1 }) },
       slo: { p95: numberIn(values, 'p95-ms', { min: 0 }), p99: numberIn(values, 'p99-ms', { min: 0 }), errorRate: numberIn(values, 'error-rate', { min: 0, max: 1 }) },
-      env: envOf(values.env)
+      env: settings(values, 'env')
     }
     const rows = wholeNumber(values, 'rows', { min: 1 })
     const workers = wholeNumber(values, 'workers', { min: 1 })

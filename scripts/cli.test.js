@@ -34,11 +34,14 @@ const COMMANDS = [
   ['scripts/bench.js', 'bench', [
     [['--only', 'product,nope'], /^bench: --only must be a comma-separated list of product, profile, menu, flows/],
     [['--duration', '0'], /^bench: --duration must be a whole number ≥ 1 \(got "0"\)$/],
+    [['--only', 'product', '--env', 'FLOWS_MAX_BATCH=5'], /^bench: --env FLOWS_MAX_BATCH: not a setting of product$/],
     [['extra'], /^bench: Unexpected argument 'extra'/]
   ]],
   ['scripts/bench-compare.js', 'bench:compare', [
     [['--base', 'no-such-commit'], /^bench:compare: --base no-such-commit names no commit of this repository$/],
-    [['--only', 'nope'], /^bench:compare: --only must be a comma-separated list of product, profile, menu, flows/]
+    [['--only', 'nope'], /^bench:compare: --only must be a comma-separated list of product, profile, menu, flows/],
+    [['--repeat', '0'], /^bench:compare: --repeat must be a whole number ≥ 1 \(got "0"\)$/],
+    [['--base-env', 'CACHE_ENABLED=false'], /^bench:compare: --base-env CACHE_ENABLED: the bench sets it itself$/]
   ]],
   ['scripts/bench-etl.js', 'bench:etl', [
     [['--service', 'flows'], /^bench:etl: --service must be one of product, menu, profile \(got "flows"\)$/],

@@ -35,6 +35,8 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  * @param {{count: string, size: number}} [o.dataset]  the generator's size option and value
  * @param {boolean} [o.uncached]    also start an instance with CACHE_ENABLED=false
  * @param {number[]} [o.baselineConnections]  the baseline at each of these (default: connections)
+ * @param {Record<string, string>} [o.settings]  --env: settings of this tree's services
+ * @param {{ root: string, label: string, settings: object }} [o.base]  bench:compare: the other commit's checkout, and --base-env
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
  *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | request(), rate?,
  *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics; [sum, count] a
@@ -45,7 +47,7 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
-export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, cases, base, cpuProf }) {
+export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, settings = {}, cases, base, cpuProf }) {
   const say = (m) => process.stderr.write(`bench ${service}: ${m}\n`)
   // --cpu-prof DIR: each server this run starts writes a V8 CPU profile per thread when it stops, into
   // DIR/<service>-<which> (the kit's services and hello.js exit cleanly on SIGTERM).
@@ -60,7 +62,7 @@ export async function runBench ({ service, dataset, uncached = false, duration =
     // This tree's service, and with `base` ({ root, label }: another commit's checkout, bench-compare.js)
     // that one's too, each on a database of its own (its own migrations and loader) in the same
     // PostgreSQL, and a Redis database of its own in the same Redis.
-    const trees = base ? [{ root, label: 'this tree' }, base] : [{ root }]
+    const trees = base ? [{ root, label: 'this tree', settings }, base] : [{ root, settings }]
     const baseline = await startService({ entry: `${root}scripts/bench/hello.js`, env: profiled('hello') })
     running.push(baseline)
     const lists = []
@@ -72,7 +74,7 @@ export async function runBench ({ service, dataset, uncached = false, duration =
         await migrate(db, { name: service, migrations: `${tree.root}services/${service}/migrations` })
         if (dataset) await loadDataset(db, tree.root, service, dataset, say)
         const cli = `${tree.root}services/${service}/src/cli.js`
-        const env = { DATABASE_URL: dbUrl, REDIS_URL: `${redis.url}/${i}`, WORKERS: String(workers), LOG_LEVEL: 'error' }
+        const env = { LOG_LEVEL: 'error', ...tree.settings, DATABASE_URL: dbUrl, REDIS_URL: `${redis.url}/${i}`, WORKERS: String(workers) }
         const side = base ? (i ? '-base' : '-this') : ''
         const asInPod = { nodeArgs: imageNodeArgs(tree.root), memoryLimitMb: POD_MEMORY_MB }
         const [cached, plain] = await Promise.all([
@@ -350,6 +352,37 @@ export function table (rows) {
 export async function warm (url, paths) {
   let next = 0
   await attack({ draw: () => ({ method: 'GET', path: paths[next++] }), classify: () => ({ name: 'warm', expected: () => true }), baseUrls: [url], requests: paths.length, workers: 50 })
+}
+
+/**
+ * The RPS / pair of each paired row over several runs of the same cases (bench:compare --repeat), as a
+ * table: each run's ratio and their median. One service process can run slower than another of the
+ * same code for its whole life, so a ratio of one run can be that process's; fresh processes in
+ * every run show how far it holds.
+ */
+export function pairsAcrossRuns (runs) {
+  const find = (rows, service, name, connections) => rows.find((x) => x.service === service && x.case === name && x.connections === connections)
+  // undefined where a row has no pair row (the groups of an interleaved case are named apart)
+  const ratio = (rows, r) => {
+    const pair = r && find(rows, r.service, r.pairOf, r.connections)
+    return pair ? r.rps / pair.rps : undefined
+  }
+  const out = [
+    '| service | case | conn | RPS / pair, each run | median |',
+    '| --- | --- | ---: | --- | ---: |'
+  ]
+  for (const r of runs[0].filter((x) => x.pairOf)) {
+    const ratios = runs.map((rows) => ratio(rows, find(rows, r.service, r.case, r.connections)))
+    if (ratios.some((x) => x === undefined)) continue
+    out.push(`| ${r.service} | ${r.case} | ${r.connections} | ${ratios.map((x) => fmt(x, 2)).join(', ')} | ${fmt(median(ratios), 2)} |`)
+  }
+  return out.join('\n')
+}
+
+function median (list) {
+  const s = [...list].sort((a, b) => a - b)
+  const mid = s.length >> 1
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2
 }
 
 /** Each sameBytes case's RPS as a share of bare Fastify sending the same bytes: [case, share]. */

@@ -1,7 +1,12 @@
 // What npm run bench and bench:compare share: the services' benchmarks, and the options that choose
-// and size them (--only, --duration, --workers, --connections, each data set's size).
+// and size them (--only, --duration, --workers, --connections, --env, each data set's size).
 import { resolve } from 'node:path'
-import { someOf, oneOf, wholeNumber, UsageError } from '@suite/kit/args'
+import { someOf, oneOf, wholeNumber, settings, UsageError } from '@suite/kit/args'
+import { baseSchema } from '@suite/kit'
+import productService from '../../services/product/src/service.js'
+import profileService from '../../services/profile/src/service.js'
+import menuService from '../../services/menu/src/service.js'
+import flowsService from '../../services/flows/src/service.js'
 import * as product from './product.js'
 import * as profile from './profile.js'
 import * as menu from './menu.js'
@@ -9,6 +14,9 @@ import * as flows from './flows.js'
 import { ORIGINAL_CONNECTIONS } from './harness.js'
 
 export const benches = { product, profile, menu, flows }
+const definitions = { product: productService, profile: profileService, menu: menuService, flows: flowsService }
+// What the bench sets itself on every service it starts (--workers for WORKERS).
+const BENCH_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'WORKERS', 'CACHE_ENABLED', 'HOST', 'PORT']
 const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))
 const originalSizes = Object.assign({}, ...Object.values(benches).map((b) => b.originalDefaults))
 export const SIZE_NAMES = Object.keys(sizes)
@@ -20,9 +28,21 @@ export const benchOptions = (onlyDefault) => ({
   workers: { type: 'string', value: 'N', default: '1', help: 'WORKERS threads of each service' },
   connections: { type: 'string', value: 'N', help: `connections of the throughput cases (default: 50; flows: 32 and 256; ${ORIGINAL_CONNECTIONS} with --traffic original)` },
   traffic: { type: 'string', value: 'KIND', default: 'mix', help: 'mix: each service\'s routes on its own data set, warmed; original: profile and menu on their originals\' own traffic and scale (10M rows, 60 connections, from a cold start; the data is generated and loaded once, which takes minutes), with the read-path targets' },
+  env: { type: 'string', value: 'NAME=VALUE', multiple: true, default: [], help: 'a setting of this tree\'s services (README, Configuration), e.g. CACHE_NEAR_MAX_BYTES=16777216' },
   'cpu-prof': { type: 'string', value: 'DIR', help: 'a V8 CPU profile of every thread of every server the run starts, into DIR/<service>-<cached|uncached|hello|same-bytes> (open them in Chrome DevTools or speedscope)' },
   ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', help: `${k} in the data set (default: ${v}${originalSizes[k] ? `; ${originalSizes[k]} with --traffic original` : ''})` }]))
 })
+
+/** --env (--base-env): settings that every measured service reads, and that the bench does not set itself. */
+export function settingsOf (values, option, names) {
+  const given = settings(values, option)
+  for (const name of Object.keys(given)) {
+    if (BENCH_SETTINGS.includes(name)) throw new UsageError(`--${option} ${name}: the bench sets it itself${name === 'WORKERS' ? ' (use --workers)' : ''}`)
+    const without = names.filter((s) => !(name in baseSchema.properties) && !(name in (definitions[s].config?.properties ?? {})))
+    if (without.length) throw new UsageError(`--${option} ${name}: not a setting of ${without.join(', ')}`)
+  }
+  return given
+}
 
 /** The parsed options: { names, numbers } — the services, and what each bench's run() takes. */
 export function benchValues (values) {
@@ -35,6 +55,7 @@ export function benchValues (values) {
     names,
     numbers: {
       traffic,
+      settings: settingsOf(values, 'env', names),
       duration: wholeNumber(values, 'duration', { min: 1 }),
       workers: wholeNumber(values, 'workers', { min: 1 }),
       ...(given('connections')

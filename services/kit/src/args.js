@@ -139,6 +139,15 @@ export function someOf (values, name, allowed) {
   return list
 }
 
+/** A repeatable NAME=VALUE option (an environment variable's name: capitals, digits, _) → { NAME: VALUE }. */
+export function settings (values, name) {
+  return Object.fromEntries((values[name] ?? []).map((kv) => {
+    const i = kv.indexOf('=')
+    if (!/^[A-Z][A-Z0-9_]*$/.test(kv.slice(0, i))) throw new UsageError(`--${name} must be NAME=VALUE with NAME in capitals (got "${kv}")`)
+    return [kv.slice(0, i), kv.slice(i + 1)]
+  }))
+}
+
 /** A duration such as 500ms, 30s, 2m, 1h, in seconds. */
 export function duration (values, name) {
   const v = values[name]

@@ -2,7 +2,7 @@
 // and the checks of values, each naming the option it refuses.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { parseCommand, usageText, UsageError, wholeNumber, wholeNumbers, numberIn, oneOf, someOf, duration } from '../src/args.js'
+import { parseCommand, usageText, UsageError, wholeNumber, wholeNumbers, numberIn, oneOf, someOf, duration, settings } from '../src/args.js'
 
 const spec = {
   usage: 'tool [options]',
@@ -49,4 +49,7 @@ test('the checks name the option and what they got', () => {
   assert.throws(() => someOf({ c: 'a,z' }, 'c', ['a', 'b']), /--c must be a comma-separated list of a, b/)
   assert.deepEqual(['500ms', '30s', '2m', '1h'].map((d) => duration({ d }, 'd')), [0.5, 30, 120, 3600])
   assert.throws(() => duration({ d: '30' }, 'd'), /--d must be a duration such as 30s or 2m \(got "30"\)/)
+  assert.deepEqual(settings({ env: ['A_1=x=y', 'B='] }, 'env'), { A_1: 'x=y', B: '' }, 'the value is everything after the first =, empty too')
+  assert.deepEqual(settings({}, 'env'), {})
+  for (const bad of ['a=1', '=1', 'A', '1A=2']) assert.throws(() => settings({ env: [bad] }, 'env'), new RegExp(`^Error: --env must be NAME=VALUE with NAME in capitals \\(got "${bad}"\\)$`))
 })

@@ -1,0 +1,32 @@
+// The bench's own arithmetic and options, without running a benchmark.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { pairsAcrossRuns } from './bench/harness.js'
+import { benchValues } from './bench/index.js'
+import { UsageError } from '@suite/kit/args'
+
+const row = (service, name, rps, pairOf) => ({ service, case: name, connections: 50, rps, ...(pairOf && { pairOf }) })
+
+test('bench:compare --repeat: each run\'s ratio of a pair and their median, rows without a pair row left out', () => {
+  const run = (base, mine) => [
+    row('product', 'styles (base)', base),
+    row('product', 'styles (this tree)', mine, 'styles (base)'),
+    row('product', 'page 1 (this tree) (interleaved)', 500, 'pages (base)')
+  ]
+  const text = pairsAcrossRuns([run(100, 90), run(100, 120), run(200, 210), run(100, 80)])
+  const lines = text.split('\n')
+  assert.equal(lines.length, 3, text)
+  // 0.90, 1.20, 1.05, 0.80: the median of an even count is the mean of the middle two
+  assert.equal(lines[2], '| product | styles (this tree) | 50 | 0.90, 1.20, 1.05, 0.80 | 0.98 |')
+  assert.equal(pairsAcrossRuns([run(100, 90), run(100, 120), run(100, 70)]).split('\n')[2], '| product | styles (this tree) | 50 | 0.90, 1.20, 0.70 | 0.90 |')
+})
+
+test('bench --env: settings of the measured services go to this tree\'s services; others are refused by name', () => {
+  const values = (env, only = 'product,profile') => ({ only, duration: '10', workers: '1', traffic: 'mix', env })
+  assert.deepEqual(benchValues(values(['CACHE_NEAR_MAX_BYTES=16777216', 'LOG_LEVEL=warn'])).numbers.settings, { CACHE_NEAR_MAX_BYTES: '16777216', LOG_LEVEL: 'warn' })
+  assert.deepEqual(benchValues(values(['FLOWS_BATCH_WINDOW_MS=2'], 'flows')).numbers.settings, { FLOWS_BATCH_WINDOW_MS: '2' })
+  const refused = (env, message) => assert.throws(() => benchValues(values(env)), (err) => err instanceof UsageError && err.message === message)
+  refused(['FLOWS_BATCH_WINDOW_MS=2'], '--env FLOWS_BATCH_WINDOW_MS: not a setting of product, profile')
+  refused(['WORKERS=2'], '--env WORKERS: the bench sets it itself (use --workers)')
+  refused(['cache=1'], '--env must be NAME=VALUE with NAME in capitals (got "cache=1")')
+})
