@@ -3,10 +3,7 @@
 import { resolve } from 'node:path'
 import { someOf, oneOf, wholeNumber, settings, UsageError } from '@suite/kit/args'
 import { baseSchema } from '@suite/kit'
-import productService from '../../services/product/src/service.js'
-import profileService from '../../services/profile/src/service.js'
-import menuService from '../../services/menu/src/service.js'
-import flowsService from '../../services/flows/src/service.js'
+import { SERVICES } from '../../services/list.js'
 import * as product from './product.js'
 import * as profile from './profile.js'
 import * as menu from './menu.js'
@@ -14,7 +11,8 @@ import * as flows from './flows.js'
 import { ORIGINAL_CONNECTIONS } from './harness.js'
 
 export const benches = { product, profile, menu, flows }
-const definitions = { product: productService, profile: profileService, menu: menuService, flows: flowsService }
+// Each service's definition (its settings, for --env), by name.
+const definitions = Object.fromEntries(await Promise.all(SERVICES.map(async ({ name }) => [name, (await import(`../../services/${name}/src/service.js`)).default])))
 // What the bench sets itself on every service it starts (--workers for WORKERS).
 const BENCH_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'WORKERS', 'CACHE_ENABLED', 'HOST', 'PORT']
 const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))
