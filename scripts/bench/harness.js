@@ -339,7 +339,7 @@ export function table (rows) {
   for (const r of rows) {
     const notes = Object.entries(r.counters ?? {}).map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) || v >= 100 ? 0 : 1)}`).join(', ')
     const ratioToBase = r.rate ? `- (fixed ${fmt(r.rate)}/s)` : fmt(r.rps / baseOf(r), 2)
-    const same = r.pairOf && rows.find((x) => x.service === r.service && x.case === r.pairOf && x.connections === r.connections)
+    const same = pairRow(rows, r)
     out.push(`| ${r.service} | ${r.case} | ${r.rate ? `≤${r.connections}` : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${same ? fmt(r.rps / same.rps, 2) : ''} | ${r.non2xx} | ${r.errors} | ${notes} |`)
   }
   return out.join('\n')
@@ -361,18 +361,18 @@ export async function warm (url, paths) {
  * every run show how far it holds.
  */
 export function pairsAcrossRuns (runs) {
-  const find = (rows, service, name, connections) => rows.find((x) => x.service === service && x.case === name && x.connections === connections)
   // undefined where a row has no pair row (the groups of an interleaved case are named apart)
   const ratio = (rows, r) => {
-    const pair = r && find(rows, r.service, r.pairOf, r.connections)
-    return pair ? r.rps / pair.rps : undefined
+    const mine = rows.find((x) => x.service === r.service && x.case === r.case && x.connections === r.connections)
+    const pair = mine && pairRow(rows, mine)
+    return pair ? mine.rps / pair.rps : undefined
   }
   const out = [
     '| service | case | conn | RPS / pair, each run | median |',
     '| --- | --- | ---: | --- | ---: |'
   ]
   for (const r of runs[0].filter((x) => x.pairOf)) {
-    const ratios = runs.map((rows) => ratio(rows, find(rows, r.service, r.case, r.connections)))
+    const ratios = runs.map((rows) => ratio(rows, r))
     if (ratios.some((x) => x === undefined)) continue
     out.push(`| ${r.service} | ${r.case} | ${r.connections} | ${ratios.map((x) => fmt(x, 2)).join(', ')} | ${fmt(median(ratios), 2)} |`)
   }
@@ -385,10 +385,15 @@ function median (list) {
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2
 }
 
+/** The row a compared row was measured against (its `pairOf`), or undefined (none, or not in `rows`). */
+function pairRow (rows, r) {
+  return r.pairOf === undefined ? undefined : rows.find((x) => x.service === r.service && x.case === r.pairOf && x.connections === r.connections)
+}
+
 /** Each sameBytes case's RPS as a share of bare Fastify sending the same bytes: [case, share]. */
 export function sameBytesShares (rows, service) {
   return rows.filter((r) => r.service === service && r.pairOf)
-    .map((r) => [r.case, r.rps / rows.find((x) => x.service === service && x.case === r.pairOf).rps])
+    .map((r) => [r.case, r.rps / pairRow(rows, r).rps])
 }
 
 /** A random element of a list. */
