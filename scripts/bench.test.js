@@ -1,7 +1,7 @@
 // The bench's own arithmetic and options, without running a benchmark.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { pairsAcrossRuns } from './bench/harness.js'
+import { pairsAcrossRuns, table, sameBytesShares, sameBytesCpu } from './bench/harness.js'
 import { benchValues } from './bench/index.js'
 import { UsageError } from '@suite/kit/args'
 
@@ -19,6 +19,28 @@ test('bench:compare --repeat: each run\'s ratio of a pair and their median, rows
   // 0.90, 1.20, 1.05, 0.80: the median of an even count is the mean of the middle two
   assert.equal(lines[2], '| product | styles (this tree) | 50 | 0.90, 1.20, 1.05, 0.80 | 0.98 |')
   assert.equal(pairsAcrossRuns([run(100, 90), run(100, 120), run(100, 70)]).split('\n')[2], '| product | styles (this tree) | 50 | 0.90, 1.20, 0.70 | 0.90 |')
+})
+
+test('a pair at a fixed rate is compared by CPU per request (both answer the rate), never counted as an RPS share', () => {
+  const atRate = (name, cpu, pairOf) => ({ ...row('product', name, 3000, pairOf), connections: 64, rate: 3000, counters: { 'CPU µs/req': cpu } })
+  const run = (fastify, mine) => [
+    { ...row('product', 'styles — Fastify', 10_000), counters: { 'CPU µs/req': 30 } },
+    { ...row('product', 'styles', 8_000, 'styles — Fastify'), counters: { 'CPU µs/req': 45 } },
+    atRate('styles at 3K — Fastify', fastify),
+    atRate('styles at 3K', mine, 'styles at 3K — Fastify')
+  ]
+  const rows = run(100, 160)
+  assert.deepEqual(sameBytesShares(rows, 'product'), [['styles', 0.8]])
+  assert.deepEqual(sameBytesCpu(rows, 'product'), [['styles at 3K', 160, 100]])
+  const lines = table(rows).split('\n')
+  assert.match(lines.find((l) => l.startsWith('| product | styles at 3K |')), /\| - \(fixed 3,000\/s\) \| CPU 1\.60× \|/)
+  assert.match(lines.find((l) => l.startsWith('| product | styles |')), /\| 0\.80 \|/)
+  const across = pairsAcrossRuns([run(100, 160), run(100, 140), run(100, 150)]).split('\n')
+  assert.equal(across[3], '| product | styles at 3K: CPU per request / pair | 64 | 1.60, 1.40, 1.50 | 1.50 |')
+  // Without the CPU of both sides (a case measured without its process) there is no ratio to give.
+  const blind = run(100, 160).map((r) => ({ ...r, counters: undefined }))
+  assert.equal(pairsAcrossRuns([blind]).split('\n').length, 3)
+  assert.deepEqual(sameBytesCpu(blind, 'product'), [])
 })
 
 test('bench --env: settings of the measured services go to this tree\'s services; others are refused by name', () => {

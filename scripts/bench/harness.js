@@ -110,9 +110,9 @@ export async function runBench ({ service, dataset, uncached = false, duration =
     const rows = []
     const ctx = { service, duration, connections, servers: { PostgreSQL: pgServer, Redis: redis } }
     for (const c of list) {
-      if (c.pair && !c.pair.some((x) => x.rate)) {
+      if (c.pair && !c.pair.some((x) => x.groups)) {
         say(`${c.pair.map((x) => x.name).join(' | ')}: ${PAIR_ROUNDS} interleaved rounds of ${duration / PAIR_ROUNDS} s`)
-        rows.push(...await measureClosed(c.pair, ctx, PAIR_ROUNDS))
+        rows.push(...await measureRounds(c.pair, ctx, PAIR_ROUNDS))
         continue
       }
       for (const x of c.pair ?? [c]) {
@@ -209,22 +209,24 @@ async function measure (c, { service, duration, connections, servers }) {
     if (!c.groups) return [{ ...common, rps: f.rps, p50: f.p50, p99: f.p99 }]
     return Object.entries(f.routes).map(([name, g]) => ({ ...common, case: `${name} (interleaved)`, rps: g.requests / f.seconds, p50: g.p50, p99: g.p99 }))
   }
-  return measureClosed([c], { service, duration, connections, servers }, 1)
+  return measureRounds([c], { service, duration, connections, servers }, 1)
 }
 
 /**
  * Throughput: a closed loop over `connections` (vegeta), each sending its next request as soon as
- * its answer came. Several cases are measured in `rounds` interleaved rounds of duration / rounds
- * (a b, b a, a b…), each case's figures over all its rounds (its percentiles over every request).
+ * its answer came; or, for a case with a `rate`, an open loop at that rate (its CPU per request is
+ * then what a request costs at that load, not at the most the machine gives). Several cases are
+ * measured in `rounds` interleaved rounds of duration / rounds (a b, b a, a b…), each case's figures
+ * over all its rounds (its percentiles over every request).
  */
-async function measureClosed (cases, { service, duration, connections, servers }, rounds) {
+async function measureRounds (cases, { service, duration, connections, servers }, rounds) {
   const sides = cases.map((c) => {
     const draw = c.request ?? (() => ({ method: 'GET', path: c.path() }))
-    const row = { service, case: c.name, connections: c.connections ?? connections, baseline: c.baseline, pairOf: c.pairOf }
-    const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, workers: row.connections, name: `${service}: ${c.name}` })
+    const row = { service, case: c.name, connections: c.rate ? RATE_CONNECTIONS : c.connections ?? connections, rate: c.rate, baseline: c.baseline, pairOf: c.pairOf }
+    const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, rate: c.rate, workers: row.connections, name: `${service}: ${c.name}` })
     // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs each.
     const cpus = c.pid ? [['CPU µs/req', () => cpuSeconds(c.pid)], ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])] : []
-    return { c, row, load, cpus, cpu: cpus.map(() => 0), requests: 0, seconds: 0, latencies: [], statuses: {} }
+    return { c, row, load, cpus, cpu: cpus.map(() => 0), requests: 0, seconds: 0, latencies: [], statuses: {}, late: 0, dropped: 0 }
   })
   // Warm-up, not counted: JIT, connections, PostgreSQL's buffers (a cold case measures its first second too).
   for (const s of sides) if (!s.c.cold) await s.load(1)
@@ -237,15 +239,18 @@ async function measureClosed (cases, { service, duration, connections, servers }
       s.requests += f.requests
       s.seconds += f.seconds
       for (const ms of f.latencies) s.latencies.push(ms)
+      s.late += f.late ?? 0
+      s.dropped += f.dropped ?? 0
       for (const [code, n] of Object.entries(f.statuses)) s.statuses[code] = (s.statuses[code] ?? 0) + n
     }
   }
   const rows = []
-  for (const { c, row, cpus, cpu, requests, seconds, latencies, statuses, before } of sides) {
+  for (const { c, row, cpus, cpu, requests, seconds, latencies, statuses, before, late, dropped } of sides) {
+    if (c.rate) row.counters = { late, dropped }
     if (c.counters) {
       const after = (await get(c.url, '/metrics')).body
-      row.counters = Object.fromEntries(Object.entries(c.counters).map(([label, name]) =>
-        [label, typeof name === 'function' ? name(before, after) : Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / seconds]))
+      row.counters = { ...row.counters, ...Object.fromEntries(Object.entries(c.counters).map(([label, name]) =>
+        [label, typeof name === 'function' ? name(before, after) : Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / seconds])) }
     }
     if (c.pid) {
       // Each process over the measured rounds (the service: main thread and workers), per request answered.
@@ -339,8 +344,9 @@ export function table (rows) {
   for (const r of rows) {
     const notes = Object.entries(r.counters ?? {}).map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) || v >= 100 ? 0 : 1)}`).join(', ')
     const ratioToBase = r.rate ? `- (fixed ${fmt(r.rate)}/s)` : fmt(r.rps / baseOf(r), 2)
-    const same = pairRow(rows, r)
-    out.push(`| ${r.service} | ${r.case} | ${r.rate ? `≤${r.connections}` : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${same ? fmt(r.rps / same.rps, 2) : ''} | ${r.non2xx} | ${r.errors} | ${notes} |`)
+    const ratio = pairRatio(rows, r)
+    const toPair = ratio === undefined ? '' : r.rate ? `CPU ${fmt(ratio, 2)}×` : fmt(ratio, 2)
+    out.push(`| ${r.service} | ${r.case} | ${r.rate ? `≤${r.connections}` : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${toPair} | ${r.non2xx} | ${r.errors} | ${notes} |`)
   }
   return out.join('\n')
 }
@@ -364,8 +370,7 @@ export function pairsAcrossRuns (runs) {
   // undefined where a row has no pair row (the groups of an interleaved case are named apart)
   const ratio = (rows, r) => {
     const mine = rows.find((x) => x.service === r.service && x.case === r.case && x.connections === r.connections)
-    const pair = mine && pairRow(rows, mine)
-    return pair ? mine.rps / pair.rps : undefined
+    return mine && pairRatio(rows, mine)
   }
   const out = [
     '| service | case | conn | RPS / pair, each run | median |',
@@ -374,7 +379,7 @@ export function pairsAcrossRuns (runs) {
   for (const r of runs[0].filter((x) => x.pairOf)) {
     const ratios = runs.map((rows) => ratio(rows, r))
     if (ratios.some((x) => x === undefined)) continue
-    out.push(`| ${r.service} | ${r.case} | ${r.connections} | ${ratios.map((x) => fmt(x, 2)).join(', ')} | ${fmt(median(ratios), 2)} |`)
+    out.push(`| ${r.service} | ${r.case}${r.rate ? ': CPU per request / pair' : ''} | ${r.connections} | ${ratios.map((x) => fmt(x, 2)).join(', ')} | ${fmt(median(ratios), 2)} |`)
   }
   return out.join('\n')
 }
@@ -390,10 +395,29 @@ function pairRow (rows, r) {
   return r.pairOf === undefined ? undefined : rows.find((x) => x.service === r.service && x.case === r.pairOf && x.connections === r.connections)
 }
 
-/** Each sameBytes case's RPS as a share of bare Fastify sending the same bytes: [case, share]. */
+/**
+ * A paired row's figure against its pair row's, or undefined (no pair): RPS over RPS, or at a fixed
+ * rate (where both answer the rate) CPU per request over CPU per request, where both were measured.
+ */
+function pairRatio (rows, r) {
+  const pair = pairRow(rows, r)
+  if (!pair) return undefined
+  if (!r.rate) return r.rps / pair.rps
+  const cpu = (x) => x.counters?.['CPU µs/req']
+  return cpu(r) && cpu(pair) ? cpu(r) / cpu(pair) : undefined
+}
+
+/** Each sameBytes case's RPS as a share of bare Fastify sending the same bytes: [case, share]. (Fixed-rate cases: see sameBytesCpu.) */
 export function sameBytesShares (rows, service) {
-  return rows.filter((r) => r.service === service && r.pairOf)
+  return rows.filter((r) => r.service === service && r.pairOf && !r.rate)
     .map((r) => [r.case, r.rps / pairRow(rows, r).rps])
+}
+
+/** Each fixed-rate sameBytes case's CPU per request and bare Fastify's for the same bytes at that rate: [case, µs, Fastify's µs]. */
+export function sameBytesCpu (rows, service) {
+  const cpu = (r) => r.counters?.['CPU µs/req']
+  return rows.filter((r) => r.service === service && r.pairOf && r.rate && cpu(r) && cpu(pairRow(rows, r)))
+    .map((r) => [r.case, cpu(r), cpu(pairRow(rows, r))])
 }
 
 /** A random element of a list. */
