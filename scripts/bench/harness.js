@@ -395,6 +395,9 @@ function pairRow (rows, r) {
   return r.pairOf === undefined ? undefined : rows.find((x) => x.service === r.service && x.case === r.pairOf && x.connections === r.connections)
 }
 
+// A row's service CPU per request, where its process was measured (a sameBytes case and its pair).
+const cpuOf = (r) => r.counters?.['CPU µs/req']
+
 /**
  * A paired row's figure against its pair row's, or undefined (no pair): RPS over RPS, or at a fixed
  * rate (where both answer the rate) CPU per request over CPU per request, where both were measured.
@@ -403,8 +406,7 @@ function pairRatio (rows, r) {
   const pair = pairRow(rows, r)
   if (!pair) return undefined
   if (!r.rate) return r.rps / pair.rps
-  const cpu = (x) => x.counters?.['CPU µs/req']
-  return cpu(r) && cpu(pair) ? cpu(r) / cpu(pair) : undefined
+  return cpuOf(r) && cpuOf(pair) ? cpuOf(r) / cpuOf(pair) : undefined
 }
 
 /** Each sameBytes case's RPS as a share of bare Fastify sending the same bytes: [case, share]. (Fixed-rate cases: see sameBytesCpu.) */
@@ -415,9 +417,8 @@ export function sameBytesShares (rows, service) {
 
 /** Each fixed-rate sameBytes case's CPU per request and bare Fastify's for the same bytes at that rate: [case, µs, Fastify's µs]. */
 export function sameBytesCpu (rows, service) {
-  const cpu = (r) => r.counters?.['CPU µs/req']
-  return rows.filter((r) => r.service === service && r.pairOf && r.rate && cpu(r) && cpu(pairRow(rows, r)))
-    .map((r) => [r.case, cpu(r), cpu(pairRow(rows, r))])
+  return rows.filter((r) => r.service === service && r.pairOf && r.rate && pairRatio(rows, r) !== undefined)
+    .map((r) => [r.case, cpuOf(r), cpuOf(pairRow(rows, r))])
 }
 
 /** A random element of a list. */
