@@ -2,7 +2,7 @@
 // machine's cores with their load generator), each against bare Fastify measured in its own run,
 // printed as one table. `npm run bench -- --help` for the options.
 import { runCommand } from '@suite/kit/args'
-import { table, sameBytesShares, sameBytesCpu, POD_MEMORY_MB } from './bench/harness.js'
+import { table, sameBytesShares, sameBytesCpu, ceilingShares, POD_MEMORY_MB } from './bench/harness.js'
 import { benches, benchOptions, benchValues, SIZE_NAMES } from './bench/index.js'
 
 // A cached read's share of bare Fastify sending the same bytes, with one worker: the kit's cost per request.
@@ -30,13 +30,16 @@ await runCommand('bench', usage, async (values) => {
   console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; ${numbers.traffic === 'original' ? 'the originals\' traffic; ' : ''}data: ${SIZE_NAMES.map((k) => `${numbers[k]} ${k}`).join(', ')}`)
   console.log(`Each service runs as in its pod: node with its image's flags, in a memory cgroup of the chart's ${POD_MEMORY_MB} MB limit (where one can be made; see the log above).`)
   console.log('Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.')
-  console.log('RPS / pair: a cached read\'s RPS over bare Fastify sending the same bytes, measured in the same interleaved rounds; at a fixed rate (CPU n×), its CPU per request over Fastify\'s.\n')
+  console.log('RPS / pair: a cached read\'s RPS over bare Fastify sending the same bytes (a write\'s: over bare Fastify parsing the same bodies), measured in the same interleaved rounds; at a fixed rate (CPU n×), its CPU per request over Fastify\'s.')
+  console.log('machine µs/req: the CPU of every process here (the load generator\'s too) per request: where the machine is saturated, RPS follows it.\n')
   console.log(table(rows))
   for (const name of names) {
     const targets = [
       ...sameBytesShares(rows, name).map(([c, share]) => [`${c} ≥ ${100 * SAME_BYTES_TARGET}% of bare Fastify with the same bytes`, share >= SAME_BYTES_TARGET, `${Math.round(100 * share)}%`]),
       // Not a target: what a hit costs below saturation, where one turn of the event loop holds a request or two.
       ...sameBytesCpu(rows, name).map(([c, mine, fastify]) => [`${c}: CPU per request, the service / bare Fastify with the same bytes`, undefined, `${mine.toFixed(0)} µs / ${fastify.toFixed(0)} µs (${(mine / fastify).toFixed(2)}×)`]),
+      // Not a target: a write's room left on this machine, beside a Fastify that parses the body and stores nothing.
+      ...ceilingShares(rows, name).map(([c, share]) => [`${c}: RPS as a share of bare Fastify parsing the same bodies (the ceiling)`, undefined, `${Math.round(100 * share)}%`]),
       ...(benches[name].targets?.(rows) ?? [])
     ]
     if (!targets.length) continue

@@ -1,9 +1,13 @@
 // The bench's own arithmetic and options, without running a benchmark.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { pairsAcrossRuns, table, sameBytesShares, sameBytesCpu } from './bench/harness.js'
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pairsAcrossRuns, table, sameBytesShares, sameBytesCpu, ceilingShares, machineCpuSeconds } from './bench/harness.js'
 import { benchValues } from './bench/index.js'
 import { UsageError } from '@suite/kit/args'
+import { startService } from '@suite/kit/testing'
 
 const row = (service, name, rps, pairOf) => ({ service, case: name, connections: 50, rps, ...(pairOf && { pairOf }) })
 
@@ -51,4 +55,51 @@ test('bench --env: settings of the measured services go to this tree\'s services
   refused(['FLOWS_BATCH_WINDOW_MS=2'], '--env FLOWS_BATCH_WINDOW_MS: not a setting of product, profile')
   refused(['WORKERS=2'], '--env WORKERS: the bench sets it itself (use --workers)')
   refused(['cache=1'], '--env must be NAME=VALUE with NAME in capitals (got "cache=1")')
+})
+
+test('a write beside bare Fastify parsing its bodies is a ceiling, never counted as a same-bytes read', () => {
+  const rows = [
+    { ...row('flows', 'bare Fastify parsing the same bodies', 12_000), writes: true },
+    { ...row('flows', 'POST /flows — beside it', 7_500, 'bare Fastify parsing the same bodies'), writes: true },
+    row('product', 'styles — Fastify', 10_000),
+    row('product', 'styles', 8_000, 'styles — Fastify')
+  ]
+  assert.deepEqual(ceilingShares(rows, 'flows'), [['POST /flows — beside it', 0.625]])
+  assert.deepEqual(sameBytesShares(rows, 'flows'), [])
+  assert.deepEqual(sameBytesShares(rows, 'product'), [['styles', 0.8]])
+  assert.deepEqual(ceilingShares(rows, 'product'), [])
+})
+
+test('the machine\'s CPU counts at least what this process burns', () => {
+  const before = machineCpuSeconds()
+  const own = process.cpuUsage()
+  const until = performance.now() + 300
+  while (performance.now() < until);
+  const mine = (process.cpuUsage(own).user + process.cpuUsage(own).system) / 1e6
+  // /proc/stat counts in 10 ms ticks: allow one per core.
+  assert.ok(machineCpuSeconds() - before >= mine - 0.02, `machine ${machineCpuSeconds() - before} s, this process ${mine} s`)
+  assert.ok(mine > 0.2)
+})
+
+test('hello.js with BODIES answers each recorded request with its bytes, a POST only once its JSON body parsed', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'hello-bodies-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const body = (text) => Buffer.from(text).toString('base64')
+  writeFileSync(join(dir, 'bodies.json'), JSON.stringify({
+    'GET /products/1': { status: 200, type: 'application/json; charset=utf-8', body: body('{"id":1}') },
+    'POST /flows': { status: 200, type: 'application/json; charset=utf-8', body: body('{"stored":5}') }
+  }))
+  const hello = await startService({ entry: new URL('./bench/hello.js', import.meta.url).pathname, env: { BODIES: join(dir, 'bodies.json') } })
+  t.after(() => hello.stop())
+  const post = (text) => fetch(`${hello.url}/flows`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })
+  const ok = await post('[{"hour":1}]')
+  assert.equal(ok.status, 200)
+  assert.equal(ok.headers.get('content-type'), 'application/json; charset=utf-8')
+  assert.equal(await ok.text(), '{"stored":5}')
+  assert.equal((await post('[{"hour":')).status, 400)
+  const get = await fetch(`${hello.url}/products/1`)
+  assert.equal(await get.text(), '{"id":1}')
+  assert.equal((await fetch(`${hello.url}/flows`)).status, 404) // recorded for POST only
+  assert.equal((await post('[]').then((r) => r.status)), 200)
+  assert.equal((await fetch(`${hello.url}/products/1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status, 404)
 })

@@ -41,8 +41,8 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | request(), rate?,
  *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics; [sum, count] a
  *   histogram's mean; a function (before, after) of the two scrapes),
- *   sameBytes? (a GET case: also measured on a sample of its paths against bare Fastify sending the
- *   same bytes), pid? (the service's process: its CPU per request and RSS go into the notes), cold? (no
+ *   sameBytes? (also measured against bare Fastify: a GET case on a sample of its paths, sent the same
+ *   bytes; a case with a body, parsing the same bodies; see withSameBytes), pid? (the service's process: its CPU per request and RSS go into the notes), cold? (no
  *   warm-up second before it is measured) };
  *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
@@ -129,24 +129,33 @@ export async function runBench ({ service, dataset, uncached = false, duration =
 }
 
 /**
- * Each sameBytes case is followed by a pair measured in interleaved rounds on the same
- * SAME_BYTES_SAMPLE paths drawn from it: bare Fastify answering each path with the bytes the service
- * sent for it, and the service. The service answered each path once already (its cache is warm for them).
+ * Each sameBytes case is followed by a pair measured in interleaved rounds, bare Fastify and the
+ * service, both sent the same requests:
+ *   - a GET case: SAME_BYTES_SAMPLE paths drawn from it, bare Fastify answering each with the bytes the
+ *     service sent for it. The service answered each path once already (its cache is warm for them).
+ *   - a case with a body (request()): its requests as drawn, bare Fastify parsing each JSON body and
+ *     answering the bytes the service sent for the first: what no implementation of the route can
+ *     beat on this machine (its rows are `writes`, a ceiling rather than a target).
  */
 async function withSameBytes (list, running, profiled, asInPod) {
   const pairs = list.filter((c) => c.sameBytes)
   if (!pairs.length) return list
-  const bodies = {}
-  const samples = new Map()
+  const bodies = {} // "METHOD /path" → the answer, as hello.js reads it
+  const record = async (c, { method = 'GET', path, body, headers = {} }) => {
+    const res = await fetch(c.url + path, body === undefined ? { method, headers } : { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+    bodies[`${method} ${path}`] ??= { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()).toString('base64') }
+    return `${method} ${path}`
+  }
+  const samples = new Map() // case → the requests recorded for it
   for (const c of pairs) {
-    const sample = [...new Set(Array.from({ length: SAME_BYTES_SAMPLE }, () => c.path()))]
-    samples.set(c, sample)
-    for (let i = 0; i < sample.length; i += 50) {
-      await Promise.all(sample.slice(i, i + 50).map(async (path) => {
-        const res = await fetch(c.url + path)
-        bodies[path] = { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()).toString('base64') }
-      }))
+    if (c.request) {
+      samples.set(c, [await record(c, c.request())])
+      continue
     }
+    const paths = [...new Set(Array.from({ length: SAME_BYTES_SAMPLE }, () => c.path()))]
+    const sample = []
+    for (let i = 0; i < paths.length; i += 50) sample.push(...await Promise.all(paths.slice(i, i + 50).map((path) => record(c, { path }))))
+    samples.set(c, sample)
   }
   const dir = mkdtempSync(join(tmpdir(), 'bench-bodies-'))
   let same
@@ -160,11 +169,17 @@ async function withSameBytes (list, running, profiled, asInPod) {
   return list.flatMap((c) => {
     if (!c.sameBytes) return [c]
     const sample = samples.get(c)
-    const bytes = sample.reduce((n, p) => n + Buffer.byteLength(bodies[p].body, 'base64'), 0) / sample.length
+    const bytes = sample.reduce((n, key) => n + Buffer.byteLength(bodies[key].body, 'base64'), 0) / sample.length
+    const base = { ...c, url: same.url, pid: same.child.pid, sameBytes: undefined, counters: undefined }
+    if (c.request) {
+      const baseName = `bare Fastify parsing the same bodies, answering the same bytes (${Math.round(bytes)} B)`
+      return [c, { pair: [{ ...base, name: baseName, writes: true }, { ...c, name: `${c.name} — beside it`, sameBytes: undefined, pairOf: baseName, writes: true }] }]
+    }
     const name = `${c.name} — ${sample.length} of its paths`
     const baseName = `bare Fastify, the same bytes (${Math.round(bytes).toLocaleString('en-US')} B mean) — ${sample.length} paths`
-    const path = () => sample[Math.floor(Math.random() * sample.length)]
-    return [c, { pair: [{ ...c, name: baseName, url: same.url, pid: same.child.pid, path, sameBytes: undefined, counters: undefined }, { ...c, name, path, sameBytes: undefined, pairOf: baseName }] }]
+    const paths = sample.map((key) => key.slice('GET '.length))
+    const path = () => paths[Math.floor(Math.random() * paths.length)]
+    return [c, { pair: [{ ...base, name: baseName, path }, { ...c, name, path, sameBytes: undefined, pairOf: baseName }] }]
   })
 }
 
@@ -222,11 +237,11 @@ async function measure (c, { service, duration, connections, servers }) {
 async function measureRounds (cases, { service, duration, connections, servers }, rounds) {
   const sides = cases.map((c) => {
     const draw = c.request ?? (() => ({ method: 'GET', path: c.path() }))
-    const row = { service, case: c.name, connections: c.rate ? RATE_CONNECTIONS : c.connections ?? connections, rate: c.rate, baseline: c.baseline, pairOf: c.pairOf }
+    const row = { service, case: c.name, connections: c.rate ? RATE_CONNECTIONS : c.connections ?? connections, rate: c.rate, baseline: c.baseline, pairOf: c.pairOf, writes: c.writes }
     const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, rate: c.rate, workers: row.connections, name: `${service}: ${c.name}` })
     // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs each.
     const cpus = c.pid ? [['CPU µs/req', () => cpuSeconds(c.pid)], ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])] : []
-    return { c, row, load, cpus, cpu: cpus.map(() => 0), requests: 0, seconds: 0, latencies: [], statuses: {}, late: 0, dropped: 0 }
+    return { c, row, load, cpus, cpu: cpus.map(() => 0), machine: 0, requests: 0, seconds: 0, latencies: [], statuses: {}, late: 0, dropped: 0 }
   })
   // Warm-up, not counted: JIT, connections, PostgreSQL's buffers (a cold case measures its first second too).
   for (const s of sides) if (!s.c.cold) await s.load(1)
@@ -234,7 +249,9 @@ async function measureRounds (cases, { service, duration, connections, servers }
   for (let round = 0; round < rounds; round++) {
     for (const s of round % 2 ? [...sides].reverse() : sides) {
       const cpuBefore = s.cpus.map(([, read]) => read())
+      const machineBefore = machineCpuSeconds()
       const f = await s.load(duration / rounds)
+      s.machine += machineCpuSeconds() - machineBefore
       s.cpus.forEach(([, read], i) => { s.cpu[i] += read() - cpuBefore[i] })
       s.requests += f.requests
       s.seconds += f.seconds
@@ -245,7 +262,7 @@ async function measureRounds (cases, { service, duration, connections, servers }
     }
   }
   const rows = []
-  for (const { c, row, cpus, cpu, requests, seconds, latencies, statuses, before, late, dropped } of sides) {
+  for (const { c, row, cpus, cpu, machine, requests, seconds, latencies, statuses, before, late, dropped } of sides) {
     if (c.rate) row.counters = { late, dropped }
     if (c.counters) {
       const after = (await get(c.url, '/metrics')).body
@@ -256,10 +273,22 @@ async function measureRounds (cases, { service, duration, connections, servers }
       // Each process over the measured rounds (the service: main thread and workers), per request answered.
       row.counters = { ...row.counters, ...Object.fromEntries(cpus.map(([label], i) => [label, 1e6 * cpu[i] / requests])), 'RSS MB': rssBytes(c.pid) / 2 ** 20 }
     }
+    // Every process of the machine, the load generator's too: on a machine it saturates, RPS follows this.
+    if (requests) row.counters = { ...row.counters, 'machine µs/req': 1e6 * machine / requests }
     const { p50, p99 } = summary(latencies)
     rows.push({ ...row, rps: seconds > 0 ? requests / seconds : 0, p50, p99, errors: statuses[0] ?? 0, non2xx: non2xx({ statuses }) })
   }
   return rows
+}
+
+/**
+ * The CPU time of the whole machine so far, in seconds: every core and every process (the load
+ * generator's, the kernel's network work), but not idle, I/O wait, or time a hypervisor stole (Linux
+ * /proc/stat, in the kernel's USER_HZ of 100 a second, as /proc/<pid>/stat).
+ */
+export function machineCpuSeconds () {
+  const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number)
+  return (user + nice + system + irq + softirq) / 100
 }
 
 // The resident memory of a process.
@@ -409,9 +438,15 @@ function pairRatio (rows, r) {
   return cpuOf(r) && cpuOf(pair) ? cpuOf(r) / cpuOf(pair) : undefined
 }
 
-/** Each sameBytes case's RPS as a share of bare Fastify sending the same bytes: [case, share]. (Fixed-rate cases: see sameBytesCpu.) */
+/** Each sameBytes read's RPS as a share of bare Fastify sending the same bytes: [case, share]. (Fixed-rate cases: see sameBytesCpu.) */
 export function sameBytesShares (rows, service) {
-  return rows.filter((r) => r.service === service && r.pairOf && !r.rate)
+  return rows.filter((r) => r.service === service && r.pairOf && !r.rate && !r.writes)
+    .map((r) => [r.case, r.rps / pairRow(rows, r).rps])
+}
+
+/** Each sameBytes case with a body: its RPS as a share of bare Fastify parsing the same bodies (the ceiling): [case, share]. */
+export function ceilingShares (rows, service) {
+  return rows.filter((r) => r.service === service && r.pairOf && !r.rate && r.writes)
     .map((r) => [r.case, r.rps / pairRow(rows, r).rps])
 }
 
