@@ -42,8 +42,9 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics; [sum, count] a
  *   histogram's mean; a function (before, after) of the two scrapes),
  *   sameBytes? (also measured against bare Fastify: a GET case on a sample of its paths, sent the same
- *   bytes; a case with a body, parsing the same bodies; see withSameBytes), pid? (the service's process: its CPU per request and RSS go into the notes), cold? (no
- *   warm-up second before it is measured) };
+ *   bytes; a case with a body, parsing the same bodies; see withSameBytes), pid? (the service's
+ *   process: its CPU per request and RSS go into the notes), cold? (no warm-up second before it is
+ *   measured) };
  *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
