@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runCommand, UsageError, wholeNumber } from '@suite/kit/args'
-import { table, pairsAcrossRuns, POD_MEMORY_MB } from './bench/harness.js'
+import { table, pairsAcrossRuns, POD_MEMORY_MB, MACHINE_CPU_NOTE } from './bench/harness.js'
 import { benches, benchOptions, benchValues, settingsOf } from './bench/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -58,7 +58,7 @@ await runCommand('bench:compare', usage, async (values) => {
       console.log(`\n${repeat > 1 ? `Run ${run} of ${repeat}. ` : ''}WORKERS=${numbers.workers}, ${numbers.duration} s per case; this tree${listed(numbers.settings) ? ` with ${listed(numbers.settings)}` : ''} against ${commit.slice(0, 12)}${listed(baseSettings) ? ` with ${listed(baseSettings)}` : ''} (${git('log', '-1', '--format=%s', commit).slice(0, 80)})`)
       console.log(`Each side's service runs as in its pod: node with that commit's image flags, in a memory cgroup of this tree's chart limit, ${POD_MEMORY_MB} MB (where one can be made).`)
       console.log('RPS / pair: this tree\'s RPS over the base\'s in the row above, measured right before it; at a fixed rate (CPU n×), its CPU per request over the base\'s.')
-      console.log('machine µs/req: the CPU of every process here (the load generator\'s too) per request: where the machine is saturated, RPS follows it.\n')
+      console.log(`${MACHINE_CPU_NOTE}\n`)
       console.log(table(rows))
     }
     if (repeat > 1) console.log(`\nEach ratio over the ${repeat} runs:\n\n${pairsAcrossRuns(runs)}`)

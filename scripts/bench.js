@@ -2,7 +2,7 @@
 // machine's cores with their load generator), each against bare Fastify measured in its own run,
 // printed as one table. `npm run bench -- --help` for the options.
 import { runCommand } from '@suite/kit/args'
-import { table, sameBytesShares, sameBytesCpu, ceilingShares, POD_MEMORY_MB } from './bench/harness.js'
+import { table, sameBytesShares, sameBytesCpu, ceilingShares, POD_MEMORY_MB, MACHINE_CPU_NOTE } from './bench/harness.js'
 import { benches, benchOptions, benchValues, SIZE_NAMES } from './bench/index.js'
 
 // A cached read's share of bare Fastify sending the same bytes, with one worker: the kit's cost per request.
@@ -31,7 +31,7 @@ await runCommand('bench', usage, async (values) => {
   console.log(`Each service runs as in its pod: node with its image's flags, in a memory cgroup of the chart's ${POD_MEMORY_MB} MB limit (where one can be made; see the log above).`)
   console.log('Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.')
   console.log('RPS / pair: a cached read\'s RPS over bare Fastify sending the same bytes (a write\'s: over bare Fastify parsing the same bodies), measured in the same interleaved rounds; at a fixed rate (CPU n×), its CPU per request over Fastify\'s.')
-  console.log('machine µs/req: the CPU of every process here (the load generator\'s too) per request: where the machine is saturated, RPS follows it.\n')
+  console.log(`${MACHINE_CPU_NOTE}\n`)
   console.log(table(rows))
   for (const name of names) {
     const targets = [

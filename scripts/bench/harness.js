@@ -282,6 +282,9 @@ async function measureRounds (cases, { service, duration, connections, servers }
   return rows
 }
 
+/** What the `machine µs/req` note means, printed above the table by bench and bench:compare. */
+export const MACHINE_CPU_NOTE = 'machine µs/req: the CPU of every process here (the load generator\'s too) per request: where the machine is saturated, RPS follows it.'
+
 /**
  * The CPU time of the whole machine so far, in seconds: every core and every process (the load
  * generator's, the kernel's network work), but not idle, I/O wait, or time a hypervisor stole (Linux
@@ -439,17 +442,16 @@ function pairRatio (rows, r) {
   return cpuOf(r) && cpuOf(pair) ? cpuOf(r) / cpuOf(pair) : undefined
 }
 
+// The full-speed pairs of `service`, reads or writes: [case, its RPS over its pair's].
+const fullSpeedShares = (rows, service, writes) => rows
+  .filter((r) => r.service === service && r.pairOf && !r.rate && Boolean(r.writes) === writes)
+  .map((r) => [r.case, pairRatio(rows, r)])
+
 /** Each sameBytes read's RPS as a share of bare Fastify sending the same bytes: [case, share]. (Fixed-rate cases: see sameBytesCpu.) */
-export function sameBytesShares (rows, service) {
-  return rows.filter((r) => r.service === service && r.pairOf && !r.rate && !r.writes)
-    .map((r) => [r.case, r.rps / pairRow(rows, r).rps])
-}
+export const sameBytesShares = (rows, service) => fullSpeedShares(rows, service, false)
 
 /** Each sameBytes case with a body: its RPS as a share of bare Fastify parsing the same bodies (the ceiling): [case, share]. */
-export function ceilingShares (rows, service) {
-  return rows.filter((r) => r.service === service && r.pairOf && !r.rate && r.writes)
-    .map((r) => [r.case, r.rps / pairRow(rows, r).rps])
-}
+export const ceilingShares = (rows, service) => fullSpeedShares(rows, service, true)
 
 /** Each fixed-rate sameBytes case's CPU per request and bare Fastify's for the same bytes at that rate: [case, µs, Fastify's µs]. */
 export function sameBytesCpu (rows, service) {
