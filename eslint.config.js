@@ -1,4 +1,4 @@
-// ESLint (npm test runs it: scripts/lint.js): the recommended rules, and the standard style the code
+// ESLint (npm test runs it first, scripts/test.js; npm run lint alone): the recommended rules, and the standard style the code
 // is written in — no semicolons, a space before a function's parentheses, single quotes, 2 spaces.
 import js from '@eslint/js'
 import globals from 'globals'

@@ -18,6 +18,7 @@ import { attack } from '../loadtests/lib/vegeta.js'
 import { migrate } from '@suite/kit'
 import { startPostgres, startRedis, startService, get, metric } from '@suite/kit/testing'
 import { startLoad, summarize, recovery } from './faults/load.js'
+import { provisionFor } from './provision.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const cli = (service) => `${root}services/${service}/src/cli.js`
@@ -351,6 +352,7 @@ const faults = {
   }
 }
 
+provisionFor('faults', 'test:faults')
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(faults)
 for (const name of chosen) {
   if (!faults[name]) { console.error(`unknown fault ${name}: ${Object.keys(faults).join(', ')}`); process.exit(2) }

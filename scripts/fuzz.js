@@ -9,12 +9,13 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, rm, readFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
-import { homedir, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-import { startPostgres, startRedis, startService, createDatabase, databaseEnv } from '@suite/kit/testing'
+import { startPostgres, startRedis, startService, createDatabase, databaseEnv, toolsDir } from '@suite/kit/testing'
+import { provisionFor } from './provision.js'
 import { SERVICES as LIST } from '../services/list.js'
 
 const SCHEMATHESIS = '4.32.5'
@@ -30,6 +31,7 @@ const seeds = [FIXED_SEED, Number(opts.seed ?? new Date().toISOString().slice(0,
 const SERVICES = Object.fromEntries(LIST.map((s) => [s.name, (dir) => s.data ? [['generate', `--${s.data.option}`, '300', '--out', dir], ['load', '--dir', dir]] : []]))
 const only = opts.only ? opts.only.split(',') : Object.keys(SERVICES)
 
+provisionFor('fuzz', 'test:fuzz')
 const st = await schemathesis()
 const redisPassword = randomBytes(12).toString('hex')
 const work = await mkdtemp(join(tmpdir(), 'suite-fuzz-'))
@@ -71,8 +73,7 @@ process.exit(bad ? 1 : 0)
 
 // The venv with schemathesis, made once under the tools folder (outside the clone).
 async function schemathesis () {
-  const tools = process.env.SUITE_TOOLS ?? join(homedir(), '.cache', 'suite-tools')
-  const venv = join(tools, `schemathesis-${SCHEMATHESIS}`)
+  const venv = join(toolsDir(), `schemathesis-${SCHEMATHESIS}`)
   const bin = join(venv, 'bin', 'st')
   if (!existsSync(bin)) {
     console.log(`fuzz: installing schemathesis ${SCHEMATHESIS} into ${venv}`)

@@ -1,22 +1,25 @@
-// `npm test`: ESLint over the repository, then one throwaway PostgreSQL and one Redis for the whole
-// run and every workspace's node:test files against them, with V8 coverage of every Node process
-// the tests start (the services run as their own processes and threads); then the coverage per
-// workspace, which fails the run below its floor (COVERAGE_FLOORS). Each test file makes its own
-// database (TEST_PG.createDatabase) so files can run in parallel; tests that crash Redis start their
-// own. `node scripts/test.js <files…>` runs only those files: no lint, no coverage.
+// `npm test`: installs what the tests need and the machine lacks (scripts/provision.js), runs ESLint
+// over the repository, then starts one throwaway PostgreSQL and one Redis for the whole run and runs
+// every workspace's node:test files against them, with V8 coverage of every Node process the tests
+// start (the services run as their own processes and threads); then the coverage per workspace,
+// which fails the run below its floor (COVERAGE_FLOORS). Each test file makes its own database
+// (TEST_PG.createDatabase) so files can run in parallel; tests that crash Redis start their own.
+// `node scripts/test.js <files…>` runs only those files: no lint, no coverage.
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { homedir, tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startPostgres, startRedis } from '@suite/kit/testing'
+import { provisionFor } from './provision.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const patterns = process.argv.slice(2)
 const whole = !patterns.length
 const files = whole ? ['services/*/test/**/*.test.js', 'scripts/*.test.js', 'charts/test/*.test.js', 'loadtests/test/*.test.js'] : patterns
-// The Go tools (helm, kubeconform, vegeta…) that scripts/tools.sh installs, found without a PATH change.
-const tools = `${process.env.SUITE_TOOLS ?? `${homedir()}/.cache/suite-tools`}/go-bin`
+
+// PostgreSQL, Redis, nginx, Prometheus and the Go tools: installed where missing (one line a step).
+provisionFor('test', 'npm test')
 
 // Lines covered by the test run, per workspace, at least (percent): a service without a floor of
 // its own gets `services`'. Raise a floor when coverage rises; a change that leaves code untested
@@ -61,7 +64,6 @@ const child = spawn(process.execPath, ['--test', '--test-concurrency=3', '--test
   stdio: 'inherit',
   env: {
     ...process.env,
-    PATH: `${tools}${delimiter}${process.env.PATH}`,
     TEST_DATABASE_URL: pgServer.url,
     TEST_REDIS_URL: redis.url,
     ...(coverageDir && { NODE_V8_COVERAGE: coverageDir })

@@ -5,10 +5,11 @@
 // for real; what the copy lacks is the Bitnami charts' own objects, which kubeconform cannot check
 // offline anyway. bitnami.test.js renders the real thing once `helm dependency build` has fetched them.
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parseAllDocuments, parseDocument } from 'yaml'
 import { NAMES } from '../../services/list.js'
 
 export const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -34,16 +35,15 @@ const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'gateway.networ
 /** Runs a program; throws with its output when it cannot be started. */
 export function run (cmd, args, { input, cwd = root } = {}) {
   const r = spawnSync(cmd, args, { cwd, input, encoding: 'utf8', maxBuffer: 64 << 20 })
-  if (r.error) throw new Error(`${cmd}: ${r.error.code === 'ENOENT' ? 'not found on PATH (run scripts/tools.sh)' : r.error.message}`)
+  if (r.error) throw new Error(`${cmd}: ${r.error.code === 'ENOENT' ? 'not found on PATH (node scripts/provision.js installs it)' : r.error.message}`)
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
 /** Fails loudly, never skips, when a tool or the offline schemas are missing. */
 export function requireTools () {
-  for (const [tool, args] of [['helm', ['version', '--short']], ['kubeconform', ['-v']], ['helm-unittest', ['--help']], ['yq', ['--version']]]) {
+  for (const [tool, args] of [['helm', ['version', '--short']], ['kubeconform', ['-v']], ['helm-unittest', ['--help']]]) {
     const r = run(tool, args)
     if (r.code !== 0) throw new Error(`${tool} does not run: ${r.stderr}`)
-    if (tool === 'yq' && !/mikefarah/.test(r.stdout)) throw new Error(`yq on PATH is not mikefarah/yq v4: ${r.stdout}`)
   }
   const schemas = join(shared, 'schemas', `v${K8S_VERSION}-standalone-strict`)
   if (!existsSync(schemas)) throw new Error(`offline Kubernetes schemas missing: ${schemas} (../shared/k8s beside the repo, or set SUITE_K8S_DATA)`)
@@ -63,8 +63,9 @@ export function umbrella (from = charts) {
     // dereference: charts/loadtest/scripts is a link to loadtests/k6
     cpSync(join(from, local), join(dir, 'charts', local), { recursive: true, dereference: true })
   }
-  const r = run('yq', ['-i', 'del(.dependencies[] | select(.repository | test("^oci://")))', join(dir, 'Chart.yaml')])
-  if (r.code !== 0) throw new Error(`yq: ${r.stderr}`)
+  const chart = parseDocument(readFileSync(join(dir, 'Chart.yaml'), 'utf8'))
+  chart.set('dependencies', chart.get('dependencies').items.filter((d) => !d.get('repository').startsWith('oci://')))
+  writeFileSync(join(dir, 'Chart.yaml'), chart.toString())
   umbrellaDirs.set(from, dir)
   return dir
 }
@@ -104,9 +105,7 @@ export function template (chart, args = [], { apiVersions = API_VERSIONS } = {})
 
 /** The objects of a multi-document YAML stream. */
 export function parse (yaml) {
-  const r = run('yq', ['ea', '-o=json', '-I=0', '[.] | map(select(. != null))', '-'], { input: yaml })
-  if (r.code !== 0) throw new Error(`yq: ${r.stderr}`)
-  return JSON.parse(r.stdout)
+  return parseAllDocuments(yaml).map((d) => d.toJS({ maxAliasCount: -1 })).filter((o) => o != null)
 }
 
 /**

@@ -2,15 +2,15 @@
 // as the seeds did it: upstream keep-alive, HTTP/1.1 to the backends, round robin or least_conn.
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { freePort } from '@suite/kit/testing'
-import { daemonDir, findBinary, startDaemon } from './daemon.js'
+import { findBinary, freePort } from '@suite/kit/testing'
+import { daemonDir, startDaemon } from './daemon.js'
 
 const METHODS = { round_robin: '', least_conn: 'least_conn;' }
 
 /** nginx on a free loopback port spreading over `upstreams` (URLs) by `method`; resolves once it proxies. */
 export async function startNginx ({ upstreams, method = 'round_robin', workers = 1 }) {
   if (!(method in METHODS)) throw new Error(`unknown balancing method ${method}: ${Object.keys(METHODS).join(', ')}`)
-  const bin = findBinary('nginx', ['/usr/sbin'], 'apt-get install nginx')
+  const bin = findBinary('nginx')
   const dir = await daemonDir('nginx')
   const port = await freePort()
   const servers = upstreams.map((u) => `    server ${new URL(u).host};`).join('\n')

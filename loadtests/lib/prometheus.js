@@ -2,8 +2,8 @@
 // cluster's does — every series with job=<service>, namespace and pod.
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { freePort } from '@suite/kit/testing'
-import { daemonDir, findBinary, startDaemon } from './daemon.js'
+import { findBinary, freePort } from '@suite/kit/testing'
+import { daemonDir, startDaemon } from './daemon.js'
 
 /**
  * jobs: { <service>: [url, …] }. Each job scrapes its instances every `scrapeSeconds`; a static
@@ -11,7 +11,7 @@ import { daemonDir, findBinary, startDaemon } from './daemon.js'
  * Returns { url, api(path, params), stop() }.
  */
 export async function startPrometheus ({ jobs, namespace = 'suite', scrapeSeconds = 1 }) {
-  const bin = findBinary('prometheus', ['/usr/bin'], 'apt-get install prometheus')
+  const bin = findBinary('prometheus')
   const dir = await daemonDir('prometheus')
   const port = await freePort()
   const scrapeConfigs = Object.entries(jobs).map(([job, urls]) => ({

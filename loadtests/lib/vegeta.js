@@ -14,26 +14,25 @@
 // scenarios; the write goes out in the next free slot after its read answered). The results go to a
 // file for `vegeta plot` (a self-contained HTML report) and `vegeta report`.
 import { spawn } from 'node:child_process'
-import { createWriteStream, existsSync } from 'node:fs'
+import { createWriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { once } from 'node:events'
-import { homedir } from 'node:os'
-import { join, delimiter } from 'node:path'
 import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { UserError } from '@suite/kit/args'
+import { findBinary } from '@suite/kit/testing'
 import { scenario, baseUrls, maxInFlight, slo } from '../k6/scenarios.js'
 
 const LEAD_MS = 200 // how far ahead of its time a target is written to vegeta's stdin
 const TICK_MS = 10
 
-/** vegeta: $VEGETA, on PATH, or where scripts/tools.sh puts it. */
+/** vegeta: $VEGETA, or the pinned Go tool (on PATH or in the tools folder). */
 function vegetaBinary () {
-  if (process.env.VEGETA) return process.env.VEGETA
-  const dirs = [...process.env.PATH.split(delimiter), join(process.env.SUITE_TOOLS ?? join(homedir(), '.cache', 'suite-tools'), 'go-bin')]
-  const found = dirs.map((d) => join(d, 'vegeta')).find((f) => existsSync(f))
-  if (!found) throw new UserError('vegeta not found: run bash scripts/tools.sh (it builds vegeta into ~/.cache/suite-tools/go-bin)')
-  return found
+  try {
+    return process.env.VEGETA || findBinary('vegeta')
+  } catch (err) {
+    throw new UserError(err.message) // one line from the ladder and the matrix, not a stack
+  }
 }
 
 function run (bin, args, stdio) {
@@ -226,7 +225,7 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
     if (html) await vegetaTo(html, ['plot', `-title=${name}`, resultsFile])
     if (text) await vegetaTo(text, ['report', '-type=text', resultsFile])
   } catch (err) {
-    if (err.code === 'ENOENT') throw new UserError(`vegeta not found at ${bin}: run bash scripts/tools.sh`)
+    if (err.code === 'ENOENT') throw new UserError(`vegeta not found at ${bin}: run node scripts/provision.js`)
     throw err
   } finally {
     atk.child.kill()

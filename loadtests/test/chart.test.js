@@ -4,10 +4,10 @@
 // loadtests/k6/scenarios.js, the one source the local runner reads too.
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { kubeconform, requireTools } from '../../charts/test/lib.js'
+import { kubeconform, parse, requireTools } from '../../charts/test/lib.js'
 import { SLO, SCENARIO_NAMES, k6Options } from '../k6/scenarios.js'
 
 const CHART = fileURLToPath(new URL('../../charts/loadtest', import.meta.url))
@@ -46,7 +46,7 @@ test('no TestRun until a run is asked for; then every mode renders one, that kub
 // The env of the one TestRun a mode renders, as k6 reads it (__ENV).
 const envOf = (yaml) => {
   const doc = yaml.split(/^---$/m).find((d) => /^kind: TestRun$/m.test(d))
-  return Object.fromEntries(JSON.parse(execFileSync('yq', ['-o=json', '.spec.runner.env'], { input: doc, encoding: 'utf8' })).map((e) => [e.name, e.value]))
+  return Object.fromEntries(parse(doc)[0].spec.runner.env.map((e) => [e.name, e.value]))
 }
 
 test('the run\'s env is a plan scenarios.js lays out one step after another: every step of every scenario, none overlapping', () => {
@@ -86,14 +86,14 @@ test('the values schema rejects unknown keys and wrong values, and accepts an um
 
 test('the ConfigMap ships every file of loadtests/k6, byte for byte', () => {
   const yaml = render('mode=steady').split(/^---$/m).find((doc) => /^kind: ConfigMap$/m.test(doc))
-  const data = JSON.parse(execFileSync('yq', ['-o=json', '.data'], { input: yaml, encoding: 'utf8' }))
+  const { data } = parse(yaml)[0]
   const files = readdirSync(SCRIPTS).filter((f) => f.endsWith('.js')).sort()
   assert.deepEqual(Object.keys(data).sort(), files)
   for (const f of files) assert.equal(data[f], readFileSync(SCRIPTS + f, 'utf8'), f)
 })
 
 test('the chart\'s SLOs are scenarios.js\'s, and every TestRun gets them', () => {
-  const values = JSON.parse(execFileSync('yq', ['-o=json', '.slo', `${CHART}/values.yaml`], { encoding: 'utf8' }))
+  const values = parse(readFileSync(`${CHART}/values.yaml`, 'utf8'))[0].slo
   assert.deepEqual(values, { p95Ms: SLO.p95Ms, p99Ms: SLO.p99Ms, errorRate: SLO.errorRate }, 'charts/loadtest/values.yaml slo: set it from loadtests/k6/scenarios.js SLO')
   const env = envOf(render('mode=ladder', 'run=r1'))
   assert.deepEqual([env.P95_MS, env.P99_MS, env.ERROR_RATE], [String(SLO.p95Ms), String(SLO.p99Ms), String(SLO.errorRate)])

@@ -1,0 +1,105 @@
+// Child processes and Linux /proc: waiting for a process, its output, its CPU time and memory,
+// signalling it with its children, finding what a command left behind.
+import { readdirSync, readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+/** Resolves to check()'s value once it is not false (it may throw meanwhile); fails after timeoutMs. */
+export async function waitFor (check, what, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs
+  let lastError
+  while (Date.now() < deadline) {
+    try {
+      const v = await check()
+      if (v !== false) return v
+    } catch (err) { lastError = err }
+    await sleep(50)
+  }
+  throw new Error(`${what} not ready after ${timeoutMs} ms${lastError ? `: ${lastError.message}` : ''}`)
+}
+
+/** A function returning everything `child` wrote to stdout and stderr so far. */
+export function collect (child) {
+  let out = ''
+  child.stdout?.on('data', (d) => { out += d })
+  child.stderr?.on('data', (d) => { out += d })
+  return () => out
+}
+
+/** Resolves once `child` has exited (at once if it has). */
+export function exited (child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => child.once('exit', resolve))
+}
+
+// The state, parent and CPU time (user + system, in clock ticks of 1/100 s, all its threads) of a
+// process from /proc/<pid>/stat ("pid (comm) state ppid … utime stime …"); null once gone.
+function stat (pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+    return { state: fields[0], ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }
+  } catch {
+    return null
+  }
+}
+
+/** The pids of the processes whose parent is `pid` (Linux /proc). */
+export function childrenOf (pid) {
+  return readdirSync('/proc').filter((d) => /^\d+$/.test(d) && stat(d)?.ppid === pid).map(Number)
+}
+
+/**
+ * CPU time (user + system, seconds) of process `pid`, all its threads, and with `children` that of its
+ * live child processes too (PostgreSQL's backends are the postmaster's); Linux /proc.
+ */
+export function cpuSeconds (pid, { children = false } = {}) {
+  return [pid, ...(children ? childrenOf(pid) : [])].reduce((a, p) => a + (stat(p)?.ticks ?? 0), 0) / 100
+}
+
+// Sends `signal` to `pid`, then to each of its children (Linux /proc); returns the children's pids.
+export function signalTree (pid, signal) {
+  const children = childrenOf(pid)
+  for (const p of [pid, ...children]) {
+    try { process.kill(p, signal) } catch {}
+  }
+  return children
+}
+
+/** Whether `pid` is gone (a zombie counts: it only waits to be reaped). */
+export const gone = (pid) => [undefined, 'Z', 'X'].includes(stat(pid)?.state)
+
+/**
+ * Samples the peak resident memory (VmHWM, Linux) of process `pid` every 100 ms until stop(), which
+ * returns it in MB: the high-water mark, so a peak between two samples is not missed.
+ */
+export function watchMemory (pid) {
+  let peakKb = 0
+  const sample = () => {
+    try {
+      peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0))
+    } catch {} // gone already
+  }
+  const timer = setInterval(sample, 100)
+  return {
+    stop () {
+      clearInterval(timer)
+      sample()
+      return Math.round(peakKb / 1024)
+    }
+  }
+}
+
+/**
+ * The processes (pids) whose environment holds `name=value` (Linux /proc): give a command a unique
+ * marker variable, and whatever it started and left behind — servers, services — is found by it.
+ */
+export function processesWithEnv (name, value) {
+  const want = `${name}=${value}`
+  const found = []
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(want)) found.push(Number(pid))
+    } catch {} // gone, or not ours to read
+  }
+  return found
+}
