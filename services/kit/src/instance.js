@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createLogger } from './logger.js'
 import { createMetrics, poolMetrics } from './metrics.js'
 import { createPool, warmPool } from './pg.js'
-import { createCache } from './cache.js'
+import { createCache } from './cache/index.js'
 import { buildApp } from './app.js'
 import { trackConnections } from './drain.js'
 

@@ -1,0 +1,157 @@
+// The near cache: Redis's answers kept in this worker's memory, with Redis's client-side caching
+// (CLIENT TRACKING) telling it when a key it holds changes, so a hit costs no round trip. Redis
+// queues the invalidation of a key the moment a write changes it (a tombstone, a new value, its
+// expiry, FLUSHALL, UNLINK), on a second connection (RESP2, where invalidations are Pub/Sub
+// messages that ioredis passes on). Never stale after an acknowledged write, on any replica:
+//   - a writer answers only once every near cache has applied its invalidation (sync below): it
+//     publishes a sync message after its write, each near cache's listener receives it behind the
+//     invalidations queued before it (one connection, in order) and acknowledges it; or once
+//     NEAR_HEALTH_MS have passed since Redis took the write;
+//   - a near cache serves hits only while its last PING on the listening connection was sent less
+//     than NEAR_HEALTH_MS ago and answered: the answer comes behind every invalidation Redis queued
+//     before it, so a near cache that has not applied a write's invalidation has sent no answered
+//     PING since Redis took that write, and stops serving hits before the writer's wait ends. A
+//     frozen or unreachable Redis so empties and bypasses it; the breaker and its replay then apply
+//     as without it;
+//   - tracking is on for the connection the reads go through, redirected to the listening one, and
+//     both are connected: any close, reconnect or error empties the near cache and turns it off
+//     until tracking is set up again (reads then go to Redis);
+//   - a read whose key is invalidated while its GET is in flight (the invalidation and the answer
+//     come on two sockets, in either order) is not kept.
+// A write so costs a PUBLISH and one acknowledgement from each near cache (at most NEAR_HEALTH_MS
+// when one of them is stalled). Every replica must run with the same CACHE_NEAR_MAX_BYTES on or off:
+// a writer without a near cache does not wait for the others'.
+// Bounded in bytes (CACHE_NEAR_MAX_BYTES per worker, the least recently used out first).
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { boundedEntries, ownBytes } from './entries.js'
+
+const NEAR_PING_MS = 100
+const NEAR_HEALTH_MS = 300
+const INVALIDATIONS = '__redis__:invalidate'
+const SYNCS = 'suite:near:sync' // "<listener client id> <token>": acknowledge on ACKS + id
+const ACKS = 'suite:near:ack:'
+export function nearCache (config, redis, options, log) {
+  const entries = boundedEntries(config.CACHE_NEAR_MAX_BYTES)
+  // key -> { gets: GETs in flight, invalidated: `invalidations` at the key's last one }: a GET keeps its
+  // answer only if no invalidation of its key came after it was sent (a count alone would let a GET
+  // sent before one be kept once a later GET of the same key made the count look clean again)
+  const inflight = new Map()
+  let invalidations = 0
+  let tracking = false // CLIENT TRACKING on for `redis`, redirected to `listener`'s current connection
+  let epoch = 0 // bumped whenever tracking goes off: a GET sent in an older epoch is not kept
+  let synced = 0 // when the last answered PING on the listener was sent: every invalidation queued before it is applied
+  const listener = new Redis(config.REDIS_URL, { ...options, protocol: 2, autoResubscribe: false })
+  let listenerId = null // CLIENT ID of the listening connection, once it is subscribed
+  const syncs = new Map() // token -> { acks, needed, done }: this worker's writes waiting for the near caches
+  let syncSeq = 0
+
+  const invalidate = (flight) => { flight.invalidated = ++invalidations }
+  const clear = () => { entries.clear(); for (const flight of inflight.values()) invalidate(flight) }
+  const off = () => { tracking = false; epoch++; clear() }
+  const usable = () => tracking && performance.now() - synced < NEAR_HEALTH_MS
+
+  async function track () {
+    off()
+    if (redis.status !== 'ready' || listenerId === null) return
+    const mine = epoch
+    try {
+      await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId)
+      // Nothing is held (off() emptied it), and whatever is read from now on is tracked.
+      if (epoch === mine) { tracking = true; synced = performance.now() }
+    } catch (err) {
+      log.debug({ err: err.message }, 'near cache: tracking not set up, reading from Redis')
+    }
+  }
+  listener.on('ready', async () => {
+    listenerId = null
+    off()
+    try {
+      const id = await listener.client('ID')
+      await listener.subscribe(INVALIDATIONS, SYNCS, `${ACKS}${id}`)
+      listenerId = id
+      track()
+    } catch (err) {
+      log.debug({ err: err.message }, 'near cache: invalidations not subscribed, reading from Redis')
+    }
+  })
+  listener.on('close', () => { listenerId = null })
+  redis.on('ready', track)
+  const acknowledged = (token) => {
+    const sync = syncs.get(token)
+    if (sync && ++sync.acks >= sync.needed) sync.done.resolve()
+  }
+  listener.on('messageBuffer', (channelBuffer, message) => {
+    const channel = channelBuffer.toString()
+    if (channel === INVALIDATIONS) {
+      if (!Array.isArray(message)) return clear() // FLUSHALL / FLUSHDB: everything
+      for (const k of message) {
+        const key = k.toString()
+        entries.delete(key)
+        const flight = inflight.get(key)
+        if (flight) invalidate(flight)
+      }
+    } else if (channel === SYNCS) {
+      // Every invalidation queued before this sync has just been applied (above, in order).
+      const [writer, token] = message.toString().split(' ')
+      redis.publish(`${ACKS}${writer}`, token).catch(() => {}) // unacknowledged, the writer waits its bound
+    } else {
+      acknowledged(message.toString())
+    }
+  })
+  for (const conn of [redis, listener]) {
+    conn.on('close', off)
+    conn.on('error', off)
+  }
+  const pinger = setInterval(() => {
+    if (!tracking) return
+    const sent = performance.now()
+    listener.ping().then(() => { if (sent > synced) synced = sent }, () => {})
+    if (performance.now() - synced >= NEAR_HEALTH_MS) clear()
+  }, NEAR_PING_MS)
+  pinger.unref()
+
+  return {
+    async get (key, read) {
+      if (!usable()) return read(key)
+      const e = entries.get(key)
+      if (e) return e.value
+      const sentIn = epoch
+      const sentAt = invalidations
+      let flight = inflight.get(key)
+      if (!flight) inflight.set(key, flight = { gets: 0, invalidated: 0 })
+      flight.gets++
+      let value
+      try {
+        value = await read(key)
+      } finally {
+        if (--flight.gets === 0) inflight.delete(key)
+        if (flight.invalidated <= sentAt && value != null && sentIn === epoch && usable()) entries.set(key, { value: ownBytes(value) })
+      }
+      return value
+    },
+    /**
+     * After a write Redis has taken: resolves once every near cache (this one's listener included)
+     * has applied the invalidations queued before, or NEAR_HEALTH_MS from now, whichever comes first.
+     */
+    async sync () {
+      const bound = sleep(NEAR_HEALTH_MS)
+      if (listenerId === null) return bound
+      const token = String(++syncSeq)
+      const sync = { acks: 0, needed: Infinity, done: Promise.withResolvers() }
+      syncs.set(token, sync)
+      try {
+        sync.needed = await redis.publish(SYNCS, `${listenerId} ${token}`)
+        if (sync.acks >= sync.needed) return
+        await Promise.race([sync.done.promise, bound])
+      } catch {
+        await bound
+      } finally {
+        syncs.delete(token)
+      }
+    },
+    delete: (key) => entries.delete(key),
+    clear,
+    close () { clearInterval(pinger); off(); listener.disconnect() }
+  }
+}
