@@ -2,17 +2,17 @@
 //   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]   (--help: every command, with examples)
 import { availableParallelism } from 'node:os'
 import { relative } from 'node:path'
-import { loadConfig, ConfigError } from './config.js'
-import { createLogger } from './logger.js'
+import { loadConfig } from './config.js'
+import { createLogger, prettyLogs } from './logger.js'
 import { Worker } from 'node:worker_threads'
 import { once } from 'node:events'
 import { setTimeout } from 'node:timers/promises'
 import { createPool, isUnavailable } from './pg.js'
-import { createCache } from './cache.js'
+import { createCache } from './cache/index.js'
 import { createMetrics } from './metrics.js'
 import { migrate, MigrationError } from './migrate.js'
 import { runWorkers } from './workers.js'
-import { parseCommand, usageText, UsageError, UserError, wholeNumber, numberIn } from './args.js'
+import { runCommand, usageText, UsageError, UserError, wholeNumber, numberIn } from './args.js'
 import { LOAD_DEFAULTS } from './etl/load.js'
 
 const HEAP_MB = 128 // generate and load threads
@@ -58,39 +58,15 @@ export async function runCli (service, commands = {}) {
   // No command, or options first: serve's.
   const [name, ...rest] = args.length && !args[0].startsWith('-') ? args : ['serve', ...args]
   const command = Object.hasOwn(all, name) ? all[name] : null
-  const fail = (prefix, message, spec) => {
-    process.stderr.write(`${prefix}: ${message}\n\n${usageText(spec)}`)
-    process.exit(2)
-  }
-  if (!command) return fail(service.name, `unknown command "${name}"`, top)
+  if (!command) return runCommand(service.name, top, () => { throw new UsageError(`unknown command "${name}"`) }, [])
+  // args.js's one error path: a UsageError is a line, the usage and exit 2; a UserError (a bad
+  // setting is a ConfigError) a line and exit 1.
   const spec = { usage: `${prog} ${name} [options]`, summary: command.summary, options: command.options, examples: command.examples }
-  let values
-  try {
-    values = parseCommand(spec, rest)
-  } catch (err) {
-    if (err instanceof UsageError) return fail(`${service.name} ${name}`, err.message, spec)
-    throw err
-  }
-  if (values === null) return // --help
-  let config
-  try {
-    config = command.config === false ? null : loadConfig(service.config)
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err
-    console.error(`${service.name}: ${err.message}`)
-    process.exit(1)
-  }
-  const log = createLogger({ level: config?.LOG_LEVEL ?? 'info', name: service.name })
-  try {
+  return runCommand(`${service.name} ${name}`, spec, async (values) => {
+    const config = command.config === false ? null : loadConfig(service.config)
+    const log = createLogger({ level: config?.LOG_LEVEL ?? 'info', name: service.name, pretty: prettyLogs(config?.LOG_FORMAT ?? 'auto') })
     await command.run(values, { service, config, log })
-  } catch (err) {
-    if (err instanceof UsageError) return fail(`${service.name} ${name}`, err.message, spec)
-    if (err instanceof UserError) {
-      console.error(`${service.name} ${name}: ${err.message}`)
-      process.exit(1)
-    }
-    throw err
-  }
+  }, rest)
 }
 
 /**
@@ -100,7 +76,7 @@ export async function runCli (service, commands = {}) {
  */
 export async function hostService (service, env, { exit } = {}) {
   const config = loadConfig(service.config, env)
-  const log = createLogger({ level: config.LOG_LEVEL, name: service.name })
+  const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty: prettyLogs(config.LOG_FORMAT) })
   return runWorkers(service, config, log, { hosted: true, exit })
 }
 

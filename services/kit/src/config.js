@@ -5,12 +5,16 @@ import { getHeapStatistics } from 'node:v8'
 import envSchema from 'env-schema'
 import { redact, isSecretName } from './redact.js'
 import { cpuBudget } from './cpus.js'
+import { UserError } from './args.js'
 
 // Shed load before memory runs out: 90% of this thread's V8 heap limit, and of the container's memory
 // limit (cgroup) when there is one (process.constrainedMemory() is then below the machine's memory).
 const heapDefault = Math.floor(getHeapStatistics().heap_size_limit * 0.9)
 const limit = process.constrainedMemory?.() ?? 0
 const rssDefault = limit > 0 && limit < totalmem() ? Math.floor(limit * 0.9) : 0
+
+/** The settings whose default is computed at start, from the machine or the container's limits. */
+export const COMPUTED_DEFAULTS = ['WORKERS', 'MAX_HEAP_USED_BYTES', 'MAX_RSS_BYTES']
 
 /** Settings every service has. Each service adds its own with `properties`. */
 export const baseSchema = {
@@ -21,6 +25,7 @@ export const baseSchema = {
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000, description: 'HTTP port (shared by all workers)' },
     WORKERS: { type: 'integer', minimum: 1, maximum: 256, default: cpuBudget(), description: 'worker threads serving the port (1: the one instance runs on the main thread); default: the CPUs the process may use — its cgroup CPU quota (a container\'s CPU limit) rounded down, else the CPUs it may run on; at least 1' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'pino log level' },
+    LOG_FORMAT: { type: 'string', enum: ['auto', 'json', 'pretty'], default: 'auto', description: 'log lines as JSON (one object a line, for collectors) or pretty (pino-pretty: coloured, one readable line each); auto: pretty when standard output is a terminal, JSON otherwise' },
     LOG_REQUESTS: { type: 'boolean', default: false, description: 'log every request (metrics already count them)' },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://', description: 'PostgreSQL connection URL' },
     DATABASE_PASSWORD: { type: 'string', description: 'password for DATABASE_URL, kept out of the URL (Kubernetes: from a Secret)' },
@@ -39,8 +44,8 @@ export const baseSchema = {
     CACHE_BREAKER_FAILURES: { type: 'integer', minimum: 1, default: 3, description: 'circuit breaker: after this many Redis failures in a row (timeouts, errors) Redis is bypassed, every request goes to PostgreSQL at once' },
     CACHE_BREAKER_OPEN_MS: { type: 'integer', minimum: 100, default: 1000, description: 'circuit breaker: while bypassed, a PING this often checks whether Redis is back; once it answers, reads wait this long plus 1 s more (invalidations do not) so that missed invalidations are replayed first' },
     CACHE_MAX_ENTRY_BYTES: { type: 'integer', minimum: 0, default: 262144, description: 'answers larger than this (UTF-8 bytes) are served but not cached' },
-    CACHE_NEAR_MAX_BYTES: { type: 'integer', minimum: 0, default: 0, description: 'with Redis: the most memory the near cache of one worker holds (Redis answers kept in process, invalidated by Redis client-side caching, entries counted at their bytes plus 2 a key character plus 200, the oldest out first); a write then answers once every near cache has dropped its key, or after 300 ms when one is stalled (which then serves no hits): never stale after an acknowledged write; set it the same on every replica; 0 (the default): every read goes to Redis, as cheap per request on a busy worker (its reads leave as one MGET a turn)' },
-    CACHE_MEMORY_MAX_BYTES: { type: 'integer', minimum: 0, default: 67108864, description: 'without Redis: the most memory the in-process cache of one worker holds (entries counted at their bytes plus 2 a key character plus 200); the oldest go first' },
+    CACHE_NEAR_MAX_BYTES: { type: 'integer', minimum: 0, default: 0, description: 'with Redis: the most memory the near cache of one worker holds (Redis answers kept in process, invalidated by Redis client-side caching, entries counted at their bytes plus 2 a key character plus 200, the least recently used out first); a write then answers once every near cache has dropped its key, or after 300 ms when one is stalled (which then serves no hits): never stale after an acknowledged write; set it the same on every replica; 0 (the default): every read goes to Redis, as cheap per request on a busy worker (its reads leave as one MGET a turn)' },
+    CACHE_MEMORY_MAX_BYTES: { type: 'integer', minimum: 0, default: 67108864, description: 'without Redis: the most memory the in-process cache of one worker holds (entries counted at their bytes plus 2 a key character plus 200); the least recently used go first' },
     CACHE_MEMORY_TTL_MS: { type: 'integer', minimum: 0, default: 1000, description: 'without Redis: the longest an answer is kept in process, from the moment it was read from PostgreSQL; another replica cannot invalidate it, so this bounds how stale a read can be after a write there' },
     SHUTDOWN_DELAY_MS: { type: 'integer', minimum: 0, default: 0, description: 'after SIGTERM, keep serving (not ready, Connection: close) this long before closing the port' },
     SHUTDOWN_GRACE_MS: { type: 'integer', minimum: 100, default: 25000, description: 'after SIGTERM, the longest wait for in-flight requests before a forced exit' },
@@ -79,7 +84,8 @@ export function loadConfig (extra = {}, env = process.env) {
   return config
 }
 
-export class ConfigError extends Error {}
+/** A bad or missing setting: one line naming it (args.js prints a UserError's line and exits 1). */
+export class ConfigError extends UserError {}
 
 function describe (e, env) {
   if (!e) return

@@ -1,9 +1,9 @@
 // @suite/kit: everything a service needs except its routes, SQL and schemas.
-export { loadConfig, baseSchema } from './config.js'
+export { loadConfig, baseSchema, COMPUTED_DEFAULTS } from './config.js'
 export { redact } from './redact.js'
 export { createMetrics, DURATION_BUCKETS, promClient } from './metrics.js'
 export { queryDocument, prepared, isUnavailable, connectionOptions, connectionLost, withClient, sharedReads, batchedRows } from './pg.js'
-export { createCache } from './cache.js'
+export { createCache } from './cache/index.js'
 export { errorResponses, errorResponse, errorSchema, httpError, notModifiedResponse } from './app.js'
 export { text, httpUrl, id, INT4_MAX } from './validation.js'
 export { preconditions, ifMatchHeader, ifNoneMatchHeader } from './conditional.js'

@@ -12,9 +12,9 @@ const redactError = (err) => {
 
 /**
  * @param {{ level: string, name: string, pretty?: boolean, base?: object }} opts
- * `pretty` is decided by the main thread: a worker thread cannot see whether stdout is a TTY.
+ * `pretty` is decided by the main thread (prettyLogs): a worker thread cannot see whether stdout is a TTY.
  */
-export function createLogger ({ level, name, pretty: isPretty = process.stdout.isTTY, base = {} }) {
+export function createLogger ({ level, name, pretty: isPretty = prettyLogs('auto'), base = {} }) {
   const options = {
     level,
     name,
@@ -31,6 +31,9 @@ export function createLogger ({ level, name, pretty: isPretty = process.stdout.i
     ? pino(options, pretty({ colorize: true, sync: true, ignore: 'pid,hostname' }))
     : pino(options)
 }
+
+/** Whether LOG_FORMAT asks for pretty lines: 'pretty', or 'auto' on a terminal. */
+export const prettyLogs = (format) => format === 'pretty' || (format === 'auto' && Boolean(process.stdout.isTTY))
 
 function redactFields (o) {
   const out = {}

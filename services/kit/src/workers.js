@@ -12,6 +12,7 @@ import closeWithGrace from 'close-with-grace'
 import { createProcessMetrics, aggregate } from './metrics.js'
 import { createPool } from './pg.js'
 import { createInstance } from './instance.js'
+import { prettyLogs } from './logger.js'
 
 const RESTARTS_ALLOWED = 5 // within RESTART_WINDOW_MS; past that the process exits and Kubernetes restarts the pod
 const RESTART_WINDOW_MS = 60_000
@@ -89,7 +90,7 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
   const database = probeDatabase(config, log, service.name)
   const workers = new Map() // id -> Worker
   let inline = null // with one worker: the instance on this thread (a promise while it starts)
-  const pretty = Boolean(process.stdout.isTTY)
+  const pretty = prettyLogs(config.LOG_FORMAT)
   const asks = new Map() // ask id -> { answers, waiting, resolve, timer }
   const restarts = []
   let closing = false
