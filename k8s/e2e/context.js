@@ -1,0 +1,53 @@
+// The e2e's settings (the environment: `npm run test:e2e -- --help`) and what its stages share.
+import { join } from 'node:path'
+import { root } from '../../charts/test/lib.js'
+import { run } from './lib.js'
+import { SERVICES as LIST, NAMES } from '../../services/list.js'
+
+export const env = process.env
+export const SERVICES = NAMES // services/list.js
+export const NS = env.E2E_NAMESPACE || 'suite-e2e'
+export const DATA_NS = `${NS}-data`
+export const RELEASE = env.E2E_RELEASE || 'suite.e2e'
+export const REGISTRY = env.E2E_REGISTRY || 'localhost'
+export const INGRESS_URL = env.INGRESS_URL
+export const INGRESS_HOST = 'ingress.suite.test'
+export const GATEWAY_HOST = 'gateway.suite.test'
+export const BUILD = env.E2E_BUILD || (run('sh', ['-c', 'command -v buildah'], { ok: true }).code === 0 ? 'buildah' : 'docker')
+export const LOAD = env.E2E_IMAGE_LOAD ?? env.K8S_LAB_LOAD ?? ''
+export const TAG = env.E2E_TAG || `e2e-${run('git', ['-C', root, 'rev-parse', '--short', 'HEAD']).stdout.trim()}`
+export const [gatewayNs, gatewayName] = (env.E2E_GATEWAY || '').split('/')
+// The names the chart gives: a dot is not allowed in a Service name, so it becomes a dash.
+export const fullname = (service) => `${RELEASE.replaceAll('.', '-')}-${service}`
+export const image = (service, tag = TAG) => `${REGISTRY}/suite-${service}:${tag}`
+
+// helm template knows no cluster: the optional APIs the CRDs above (and the lab's Gateway API) serve.
+export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'k6.io/v1alpha1/TestRun', 'gateway.networking.k8s.io/v1/HTTPRoute'].flatMap((a) => ['--api-versions', a])
+
+export function helmValues (extra = []) {
+  const data = `${DATA_NS}.svc.cluster.local`
+  const args = [
+    '--set', 'postgresql.enabled=false', '--set', 'redis.enabled=false',
+    '--set', `global.suite.imageRegistry=${REGISTRY}`,
+    '--set', `global.externalDatabase.host=postgres.${data}`, '--set', 'global.externalDatabase.user=app',
+    '--set', 'global.externalDatabase.database=app', '--set', 'global.externalDatabase.existingSecret=suite-datastores',
+    '--set', 'global.externalDatabase.existingSecretPasswordKey=postgres-password',
+    '--set', `global.externalRedis.host=redis.${data}`, '--set', 'global.externalRedis.existingSecret=suite-datastores',
+    '--set', 'global.externalRedis.existingSecretPasswordKey=redis-password',
+    '--set', `ingress.host=${INGRESS_HOST}`,
+    // One service scales from a single replica, for the HPA phase; the others keep the default two.
+    '--set', 'product.autoscaling.minReplicas=1',
+    ...LIST.filter((s) => s.data).flatMap((s) => ['--set', `${s.name}.seed.enabled=true`, '--set', `${s.name}.seed.scale=200`]),
+    ...SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}`])
+  ]
+  if (gatewayName) args.push('--set', 'gateway.enabled=true', '--set', `gateway.parentRefs[0].name=${gatewayName}`, '--set', `gateway.parentRefs[0].namespace=${gatewayNs}`, '--set', `gateway.hostnames[0]=${GATEWAY_HOST}`)
+  for (const f of (env.E2E_VALUES || '').split(',').filter(Boolean)) args.push('-f', join(root, f))
+  return [...args, ...extra]
+}
+
+/** What the stages share: the chart they install, and what they found to tell at the end. */
+export const e2e = {
+  chartDir: null, // charts/suite with its dependencies (install.js: chart())
+  notes: [], // what this cluster could not show
+  problems: [] // failures found by a stage that lets the run go on; the run fails at the end
+}
