@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runCommand, UsageError, wholeNumber } from '@suite/kit/args'
-import { table, pairsAcrossRuns, POD_MEMORY_MB, MACHINE_CPU_NOTE } from './bench/harness.js'
+import { POD_MEMORY_MB } from './bench/harness.js'
+import { MACHINE_CPU_NOTE } from './bench/measure.js'
+import { table, pairsAcrossRuns } from './bench/report.js'
 import { benches, benchOptions, benchValues, settingsOf } from './bench/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))

@@ -2,7 +2,9 @@
 // machine's cores with their load generator), each against bare Fastify measured in its own run,
 // printed as one table. `npm run bench -- --help` for the options.
 import { runCommand } from '@suite/kit/args'
-import { table, sameBytesShares, sameBytesCpu, ceilingShares, POD_MEMORY_MB, MACHINE_CPU_NOTE } from './bench/harness.js'
+import { POD_MEMORY_MB } from './bench/harness.js'
+import { MACHINE_CPU_NOTE } from './bench/measure.js'
+import { table, sameBytesShares, sameBytesCpu, ceilingShares } from './bench/report.js'
 import { benches, benchOptions, benchValues, SIZE_NAMES } from './bench/index.js'
 
 // A cached read's share of bare Fastify sending the same bytes, with one worker: the kit's cost per request.

@@ -8,7 +8,7 @@ import * as product from './product.js'
 import * as profile from './profile.js'
 import * as menu from './menu.js'
 import * as flows from './flows.js'
-import { ORIGINAL_CONNECTIONS } from './harness.js'
+import { ORIGINAL_CONNECTIONS } from './original.js'
 
 export const benches = { product, profile, menu, flows }
 // Each service's definition (its settings, for --env), by name.

@@ -1,7 +1,8 @@
 // The menu service: GET /menu/:id uniform over every menu (the original's traffic), cached — every
 // menu warmed first, so the whole set is in Redis — and uncached (one query each).
 // --traffic original: at the original's scale, from a cold start (see originalCases).
-import { runBench, warm, hitRatio, originalTraffic, originalTargets } from './harness.js'
+import { runBench, warm } from './harness.js'
+import { hitRatio, originalTraffic, originalTargets } from './original.js'
 
 export const defaults = { menus: 200_000 }
 export const originalDefaults = { menus: 10_000_000 }

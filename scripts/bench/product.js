@@ -3,7 +3,8 @@
 // at a fixed 1K RPS (open loop, vegeta), bare Fastify (the latency floor of this machine and this
 // client), uncached styles, and page 1 against the deepest page interleaved in one run so that both
 // meet the same noise. Ends with the product issue's targets.
-import { runBench, pick, warm } from './harness.js'
+import { runBench, warm } from './harness.js'
+import { pick } from './original.js'
 
 export const defaults = { products: 100_000 }
 

@@ -3,7 +3,8 @@
 // and uncached, and writes: PUT and PATCH alternating on uniform ids, each committed, version bumped
 // and two cache keys invalidated before it answers.
 // --traffic original: the original's own load script at its own scale instead (see originalCases).
-import { runBench, pick, warm, hitRatio, originalTraffic, originalTargets } from './harness.js'
+import { runBench, warm } from './harness.js'
+import { pick, hitRatio, originalTraffic, originalTargets } from './original.js'
 
 export const defaults = { restaurants: 100_000 }
 export const originalDefaults = { restaurants: 10_000_000 }
