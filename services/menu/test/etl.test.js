@@ -5,9 +5,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
-import { createDatabase } from '@suite/kit/testing/env'
+import { createDatabase, migratedDatabase } from '@suite/kit/testing/env'
 import { databaseEnv } from '@suite/kit/testing'
 import { generate, load, seed } from '../etl/index.js'
 import { DISH_TYPES, SUB_TYPES } from '../etl/generate.js'
@@ -23,11 +22,10 @@ before(async () => {
 after(() => rm(work, { recursive: true, force: true }))
 
 test('generate + load: counts, a third links, 10–19 dishes over 11 × 11 types; the API serves them', async () => {
-  const url = await createDatabase('menuetl')
+  const url = await migratedDatabase(service)
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await migrate(client, service)
     const summary = await load({ db: pgTarget(client), dir: work, rejectsFile: join(work, 'rejects.csv'), progress: false })
     const want = manifest.files['menus.csv']
     assert.equal(summary.files[0].read, want.rows)
@@ -67,12 +65,11 @@ test('seed writes the menus generate + load do, whatever the number of streams, 
   const partSize = 700 // five parts, so that the streams share them
   const dbs = []
   try {
-    const [viaFile, oneStream, threeStreams] = await Promise.all(['menufile', 'menuseed1', 'menuseed3'].map(async (name) => {
-      const url = await createDatabase(name)
+    const [viaFile, oneStream, threeStreams] = await Promise.all([1, 2, 3].map(async () => {
+      const url = await migratedDatabase(service)
       const client = new pg.Client({ connectionString: url })
       await client.connect()
       dbs.push(client)
-      await migrate(client, service)
       return Object.assign(client, { url })
     }))
     const dir = join(work, 'parts')

@@ -6,9 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { spawnSync } from 'node:child_process'
 import pg from 'pg'
-import { migrate } from '@suite/kit'
 import { pgTarget } from '@suite/kit/etl'
-import { createDatabase, redisUrl } from '@suite/kit/testing/env'
+import { createDatabase, migratedDatabase, redisUrl } from '@suite/kit/testing/env'
 import { databaseEnv } from '@suite/kit/testing'
 import { generate, load } from '../etl/index.js'
 import { service, entry, startProfile, send, body } from './fixtures.js'
@@ -27,11 +26,10 @@ test('the generator is deterministic', async () => {
 test('every row is loaded or rejected by its reason; the id sequence continues past the loaded ids', async () => {
   const dir = join(work, 'a')
   const manifest = await generate({ out: dir, restaurants: 3000, seed: 1 })
-  const url = await createDatabase('profile_etl')
+  const url = await migratedDatabase(service)
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await migrate(client, service)
     const summary = await load({ db: pgTarget(client), dir, rejectsFile: join(work, 'rejects.csv'), progress: false })
     const [f] = summary.files
     const want = manifest.files['restaurants.csv']
