@@ -1,5 +1,6 @@
-// The files written from services/list.js (scripts/generate.js) are what the list makes: a stale one
-// — the list changed without `npm run generate`, or a generated block edited by hand — fails here.
+// The generated files (scripts/generate.js) are what their sources make, whole: a stale one — the list,
+// a setting's description or a `## @param` changed without `npm run generate`, or a generated block
+// edited by hand — fails here.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -8,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { FILES, stale } from './generate.js'
+import { NAMES } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -18,9 +20,11 @@ test('every generated file is up to date with services/list.js (npm run generate
 test('a generated block edited by hand, or a file missing, is stale; generate --check names it and exits 1', () => {
   const copy = mkdtempSync(join(tmpdir(), 'suite-generate-'))
   try {
-    for (const path of [...Object.keys(FILES), 'scripts/generate.js', 'services/list.js']) {
+    // The generated files and their sources: the generator, the list, the services' definitions.
+    const sources = ['scripts/generate.js', 'scripts/generate', 'services/list.js', 'charts/service/values.yaml', ...NAMES.map((s) => `services/${s}/src`)]
+    for (const path of [...Object.keys(FILES), ...sources]) {
       mkdirSync(dirname(join(copy, path)), { recursive: true })
-      cpSync(join(root, path), join(copy, path))
+      cpSync(join(root, path), join(copy, path), { recursive: true })
     }
     symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'))
     const values = join(copy, 'charts/suite/values.yaml')

@@ -105,7 +105,8 @@ export function template (chart, args = [], { apiVersions = API_VERSIONS } = {})
 
 /** The objects of a multi-document YAML stream. */
 export function parse (yaml) {
-  return parseAllDocuments(yaml).map((d) => d.toJS({ maxAliasCount: -1 })).filter((o) => o != null)
+  // merge: YAML 1.1's `<<: *anchor`, which Helm and skaffold read (values files share blocks with it).
+  return parseAllDocuments(yaml, { merge: true }).map((d) => d.toJS({ maxAliasCount: -1 })).filter((o) => o != null)
 }
 
 /**

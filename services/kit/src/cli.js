@@ -48,7 +48,7 @@ export async function runCli (service, commands = {}) {
   }
   const top = {
     usage: `${prog} [command] [options]`,
-    summary: `The ${service.name} service. Settings come from the environment (DATABASE_URL, REDIS_URL, PORT, WORKERS…: the README's Configuration table); a bad one stops it with one line naming it.`,
+    summary: `The ${service.name} service. Settings come from the environment (DATABASE_URL, REDIS_URL, PORT, WORKERS…: services/README.md, Configuration); a bad one stops it with one line naming it.`,
     more: 'commands (serve when none is given):\n' + Object.entries(all).map(([n, c]) => `  ${n.padEnd(10)} ${c.summary}`).join('\n') +
       `\n\n${prog} <command> --help: that command's options.`,
     examples: [`DATABASE_URL=postgres://localhost/suite ${prog} serve`, `DATABASE_URL=postgres://localhost/suite ${prog} migrate`, ...Object.values(commands).flatMap((c) => c.examples ?? []).slice(0, 3)]

@@ -21,7 +21,7 @@ export const baseSchema = {
   type: 'object',
   required: ['DATABASE_URL'],
   properties: {
-    HOST: { type: 'string', default: '0.0.0.0', description: 'address to listen on' },
+    HOST: { type: 'string', default: '0.0.0.0', description: 'address to listen on (npm start: 127.0.0.1 unless set)' },
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000, description: 'HTTP port (shared by all workers)' },
     WORKERS: { type: 'integer', minimum: 1, maximum: 256, default: cpuBudget(), description: 'worker threads serving the port (1: the one instance runs on the main thread); default: the CPUs the process may use — its cgroup CPU quota (a container\'s CPU limit) rounded down, else the CPUs it may run on; at least 1' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'pino log level' },

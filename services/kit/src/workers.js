@@ -3,7 +3,7 @@
 // answers metrics scrapes with the sum of all workers, relays in-memory cache invalidations between
 // workers, and shuts everything down on SIGTERM/SIGINT. With WORKERS=1 the one instance runs on the
 // main thread instead: a thread of its own cost a second V8 heap and a second copy of every module
-// (~30 MB of a one-worker pod's RSS under load, README "Capacity") and bought only its replacement
+// (~30 MB of a one-worker pod's RSS under load, docs/decisions: one worker on the main thread) and bought only its replacement
 // after a crash, which Kubernetes does for the pod (an uncaught error shuts the process down
 // gracefully, exit 1).
 import { Worker } from 'node:worker_threads'
