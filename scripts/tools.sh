@@ -36,4 +36,6 @@ install kubeconform github.com/yannh/kubeconform/cmd/kubeconform v0.8.0
 install vegeta github.com/tsenart/vegeta/v12 v12.13.0
 # Run as `helm-unittest CHART_DIR` (the same program the helm plugin runs).
 build helm-unittest github.com/helm-unittest/helm-unittest v1.1.2 ./cmd/helm-unittest
+# The trace backend of the tests (services/kit/testing/jaeger.js) and of the cluster (k8s/jaeger).
+build jaeger github.com/jaegertracing/jaeger v1.76.0 ./cmd/jaeger
 echo "$BIN"

@@ -7,7 +7,7 @@
 // load the next group fills while the current one commits, so the batch size follows the load and a
 // hot key costs one row update per flush instead of one per request.
 import { createHash } from 'node:crypto'
-import { promClient as client, isUnavailable, connectionLost, withClient, DURATION_BUCKETS, httpError, prepared as preparedFor } from '@suite/kit'
+import { promClient as client, isUnavailable, connectionLost, withClient, DURATION_BUCKETS, httpError, prepared as preparedFor, linkedSpan, requestContext } from '@suite/kit'
 import * as sql from './sql.js'
 
 /** The writer's metrics, in the worker's registry (summed over workers by the kit at scrape time). */
@@ -46,7 +46,7 @@ export function createWriter ({ pool, config, registry, log }) {
       // A request is never split (its records commit together); a group is closed before it would
       // pass FLOWS_FLUSH_MAX_ROWS, so one request larger than that is a group of its own.
       if (open.records > 0 && open.records + records.length > maxRecords) { closed.push(open); open = newGroup() }
-      open.requests.push({ records, key, fingerprint, resolve, reject })
+      open.requests.push({ records, key, fingerprint, resolve, reject, traced: requestContext() })
       open.records += records.length
       addAll(open.rows, records)
       if (flushing) return // the flusher takes this group as soon as the current flush commits
@@ -83,7 +83,9 @@ export function createWriter ({ pool, config, registry, log }) {
   async function flush (group) {
     const end = metrics.duration.startTimer()
     try {
-      const { replays, conflicts } = await commit(group)
+      // One span for the group's transaction, linked to every request it answers (kit tracing).
+      const { replays, conflicts } = await linkedSpan('group commit', group.requests.map((r) => r.traced),
+        () => ({ 'suite.batch.records': group.records, 'suite.batch.keys': group.rows.size }), () => commit(group))
       end()
       metrics.flushes.inc({ result: 'ok' })
       metrics.requests.observe(group.requests.length)

@@ -5,7 +5,7 @@ import Fastify, { LogController } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import underPressure from '@fastify/under-pressure'
-import { contentType } from './metrics.js'
+import { FORMATS, formatFor } from './metrics.js'
 import { isUnavailable } from './pg.js'
 import { validatorCompiler } from './validation.js'
 import { lazyRequestLogger } from './logger.js'
@@ -52,11 +52,12 @@ function newRequestId () {
 /**
  * @param {object} deps
  * @param {{ name: string, version?: string, description?: string, routes: Function }} deps.service
- * @param {Function} deps.collectMetrics  resolves to the Prometheus text of the whole process
+ * @param {Function} deps.collectMetrics  (format) resolves to the exposition of the whole process in that format
+ * @param {object} [deps.tracing]  the instance's tracing (tracing.js), or null: no tracing work at all
  * @param {Function} [deps.databaseState]  'ok' | 'down' | 'unknown': PostgreSQL as this pod's own
  *   probe last saw it (workers.js), read from memory so that /readyz never waits on the database
  */
-export async function buildApp ({ service, config, log, metrics, pool, cache, collectMetrics, databaseState = () => 'unknown' }) {
+export async function buildApp ({ service, config, log, metrics, pool, cache, tracing = null, collectMetrics, databaseState = () => 'unknown' }) {
   const app = Fastify({
     loggerInstance: log,
     childLoggerFactory: lazyRequestLogger,
@@ -115,9 +116,12 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
   // The kit's hooks take a callback rather than being async: they run on every request, and an async
   // hook costs a promise and a microtask turn each.
   app.addHook('onResponse', (request, reply, done) => {
-    metrics.requestAnswered(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
+    const sampled = tracing?.endRequest(request, reply.statusCode)
+    metrics.requestAnswered(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000, sampled)
     done()
   })
+  // The handler, and whatever it starts, runs in the request's trace context (tracing.js).
+  if (tracing) app.addHook('preHandler', (request, reply, done) => tracing.inRequest(request, done))
 
   app.setErrorHandler((error, request, reply) => {
     if (error.validation) return sendError(reply, 400, error.message)
@@ -127,7 +131,10 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
       return sendError(reply, 503, 'database unavailable, retry shortly')
     }
     const status = error.statusCode >= 400 && error.statusCode < 600 ? error.statusCode : 500
-    if (status === 500) request.log.error({ err: error }, 'request failed')
+    if (status === 500) {
+      request.log.error({ err: error }, 'request failed')
+      tracing?.failed(request, error)
+    }
     return sendError(reply, status, status === 500 ? 'Internal Server Error' : messageOf(error, request))
   })
   // A known path with another method: 405 and the methods it has (OPTIONS: just those, 204). Answered
@@ -144,6 +151,7 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
   // or method answered (404, 405) before Fastify reads a body.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    tracing?.startRequest(request, reply)
     if (app.draining) reply.header('connection', 'close')
     if (request.is404) notFound(request, reply) // answered here: no done()
     else done()
@@ -161,7 +169,10 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
 
   const ok = { type: 'object', properties: { status: { type: 'string' } } }
   // Liveness depends on nothing but this thread's event loop: a restart cures no database outage.
+  // The kit's own routes are not traced (config.traced): probes and scrapes are not the service's traffic.
+  const ops = { traced: false }
   app.get('/healthz', {
+    config: ops,
     schema: { tags: ['ops'], summary: 'liveness: the process is serving HTTP (no dependency is checked)', response: { 200: ok } }
   }, async () => ({ status: 'ok' }))
 
@@ -179,6 +190,7 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
     }
   }
   app.get('/readyz', {
+    config: ops,
     schema: {
       tags: ['ops'],
       summary: 'readiness: not shutting down (and PostgreSQL, Redis reachable when READY_REQUIRES_DATABASE, READY_REQUIRES_CACHE); answered from memory',
@@ -195,10 +207,12 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, co
   })
 
   app.get('/metrics', {
-    schema: { tags: ['ops'], summary: 'Prometheus metrics, summed over all worker threads', produces: ['text/plain'] }
+    config: ops,
+    schema: { tags: ['ops'], summary: 'Prometheus metrics, summed over all worker threads; OpenMetrics (with exemplars) when Accept asks for it', produces: ['text/plain', 'application/openmetrics-text'] }
   }, async (request, reply) => {
-    reply.type(contentType)
-    return collectMetrics()
+    const format = formatFor(request.headers.accept)
+    reply.type(FORMATS[format])
+    return collectMetrics(format)
   })
 
   // The service's routes, and load shedding for them only: health and metrics must answer under load.

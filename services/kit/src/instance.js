@@ -3,11 +3,12 @@
 // serves with one worker (workers.js): a thread of its own would then only add a second V8 heap.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createLogger } from './logger.js'
-import { createMetrics, poolMetrics } from './metrics.js'
+import { createMetrics, poolMetrics, cacheMetrics } from './metrics.js'
 import { createPool, warmPool } from './pg.js'
 import { createCache } from './cache/index.js'
 import { buildApp } from './app.js'
 import { trackConnections } from './drain.js'
+import { startTracing, logIds } from './tracing.js'
 
 /**
  * @param {object} deps
@@ -21,18 +22,21 @@ import { trackConnections } from './drain.js'
  *   if it had to cut requests; close: at once (an instance that failed to start)
  */
 export async function createInstance ({ service, id, reusePort, pretty, config, database, call }) {
-  const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty, base: { worker: id } })
+  const tracing = await startTracing(config, service, id)
+  const log = createLogger({ level: config.LOG_LEVEL, name: service.name, pretty, base: { worker: id }, mixin: tracing ? logIds : undefined })
   const metrics = createMetrics({ worker: id })
   const pool = createPool(config, log, `${service.name}-${id}`)
   poolMetrics(metrics, pool, config.PG_POOL_MAX)
   const cache = createCache({ config, metrics, log, broadcast: (key, version) => call('invalidate', { key, version }) })
+  cacheMetrics(metrics, cache)
   const databaseState = () => ['unknown', 'ok', 'down'][Atomics.load(database, 0)]
   // A scrape landing here is answered by the main thread with the sum of every instance.
-  const app = await buildApp({ service, config, log, metrics, pool, cache, collectMetrics: () => call('scrape'), databaseState })
+  const app = await buildApp({ service, config, log, metrics, pool, cache, tracing, collectMetrics: (format) => call('scrape', { format }), databaseState })
   const connections = trackConnections(app.server)
   const close = async () => {
     await app.close() // closes pool and cache
     metrics.stop()
+    await tracing?.shutdown() // the spans of the last requests leave before the process does
   }
 
   return {

@@ -10,15 +10,22 @@ const redactError = (err) => {
   return { ...e, message: redact(e.message), stack: redact(e.stack) }
 }
 
+// On a request's own logger once its trace ids are bound (RequestLogger.addBindings): the mixin then
+// adds nothing.
+const IDS_BOUND = Symbol('trace ids bound')
+
 /**
- * @param {{ level: string, name: string, pretty?: boolean, base?: object }} opts
+ * @param {{ level: string, name: string, pretty?: boolean, base?: object, mixin?: Function }} opts
  * `pretty` is decided by the main thread (prettyLogs): a worker thread cannot see whether stdout is a TTY.
+ * `mixin()`: fields for a line written anywhere (tracing's request and trace ids), unless its logger
+ * is a request's, which has them bound.
  */
-export function createLogger ({ level, name, pretty: isPretty = prettyLogs('auto'), base = {} }) {
+export function createLogger ({ level, name, pretty: isPretty = prettyLogs('auto'), base = {}, mixin }) {
   const options = {
     level,
     name,
     base: { pid: process.pid, ...base },
+    ...(mixin && { mixin: (obj, lvl, logger) => (logger[IDS_BOUND] ? {} : mixin()) }),
     serializers: { err: redactError },
     hooks: {
       // The message, and any string field of the merged object (`{ err: err.message }`).
@@ -62,7 +69,23 @@ class RequestLogger {
     this.#opts = opts
   }
 
-  get #logger () { return (this.#child ??= this.#parent.child(this.#bindings, this.#opts)) }
+  get #logger () {
+    if (!this.#child) {
+      this.#child = this.#parent.child(this.#bindings, this.#opts)
+      if (this.#bindings.trace_id) this.#child[IDS_BOUND] = true
+    }
+    return this.#child
+  }
+
+  /** More fields for every line of this request (its trace and span ids), bound before or after the first line. */
+  addBindings (bindings) {
+    if (this.#child) {
+      this.#child.setBindings(bindings)
+      if (bindings.trace_id) this.#child[IDS_BOUND] = true
+    } else {
+      this.#bindings = { ...this.#bindings, ...bindings }
+    }
+  }
 
   // The level the child has or would have: a route's own level wins over the parent's.
   get level () { return this.#child?.level ?? this.#opts.level ?? this.#parent.level }

@@ -3,6 +3,7 @@
 // one scrape always shows the whole pod.
 import client from 'prom-client'
 import { getHeapStatistics } from 'node:v8'
+import { totalmem } from 'node:os'
 
 // Fine at the bottom: a cache hit is answered in well under a millisecond.
 const LAG_SAMPLE_MS = 10
@@ -30,9 +31,12 @@ export function createMetrics ({ worker = 0 } = {}) {
     labelNames: ['worker'],
     collect () { this.inc({ worker: m.worker }, served); served = 0 }
   }))
-  /** One request answered: its duration by method, route pattern and status. */
-  m.requestAnswered = (method, route, status, seconds) => {
-    durations.observe(method, route, status, seconds)
+  /**
+   * One request answered: its duration by method, route pattern and status; `sampled`, the span context
+   * of a sampled trace, becomes the exemplar of the bucket the duration falls in.
+   */
+  m.requestAnswered = (method, route, status, seconds, sampled) => {
+    durations.observe(method, route, status, seconds, sampled)
     served++
   }
   const lookups = new Map() // keyspace -> { hit, miss, error, bypass }: counts not yet collected
@@ -104,7 +108,8 @@ export function createMetrics ({ worker = 0 } = {}) {
 /**
  * A histogram of request durations by method, route and status_code, in the registry as prom-client's
  * own histograms are (the same export, summed across workers by the main thread alike), its
- * observe() a Map lookup and a few additions.
+ * observe() a Map lookup and a few additions. Each bucket keeps the latest sampled trace that fell in
+ * it as its exemplar (OpenMetrics), which the main thread's sum keeps too (sumWithExemplars).
  */
 function requestDurations ({ name, help, buckets, registers }) {
   const series = new Map() // "method status route" -> { labels, counts per bucket, count, sum }
@@ -112,27 +117,35 @@ function requestDurations ({ name, help, buckets, registers }) {
     name,
     help,
     type: 'histogram',
-    aggregator: 'sum',
-    observe (method, route, status, seconds) {
+    aggregator: 'sumWithExemplars',
+    observe (method, route, status, seconds, sampled) {
       const key = `${method} ${status} ${route}`
       let s = series.get(key)
-      if (!s) series.set(key, (s = { labels: { method, route, status_code: status }, counts: new Float64Array(buckets.length), count: 0, sum: 0 }))
+      if (!s) series.set(key, (s = { labels: { method, route, status_code: status }, counts: new Float64Array(buckets.length), count: 0, sum: 0, exemplars: null }))
       let i = 0
       while (i < buckets.length && seconds > buckets[i]) i++
       if (i < buckets.length) s.counts[i]++
       s.count++
       s.sum += seconds
+      if (sampled) {
+        // one per bucket, the +Inf one last; the timestamp in seconds, as OpenMetrics writes it
+        s.exemplars ??= new Array(buckets.length + 1)
+        s.exemplars[i] = { labelSet: { trace_id: sampled.traceId, span_id: sampled.spanId }, value: seconds, timestamp: Date.now() / 1000 }
+      }
     },
     async get () {
       const values = []
-      for (const { labels, counts, count, sum } of series.values()) {
+      for (const { labels, counts, count, sum, exemplars } of series.values()) {
         let below = 0
-        buckets.forEach((le, i) => { below += counts[i]; values.push({ labels: { le, ...labels }, value: below, metricName: `${name}_bucket` }) })
-        values.push({ labels: { le: '+Inf', ...labels }, value: count, metricName: `${name}_bucket` })
+        buckets.forEach((le, i) => {
+          below += counts[i]
+          values.push({ labels: { le, ...labels }, value: below, metricName: `${name}_bucket`, ...(exemplars?.[i] && { exemplar: exemplars[i] }) })
+        })
+        values.push({ labels: { le: '+Inf', ...labels }, value: count, metricName: `${name}_bucket`, ...(exemplars?.[buckets.length] && { exemplar: exemplars[buckets.length] }) })
         values.push({ labels, value: sum, metricName: `${name}_sum` })
         values.push({ labels, value: count, metricName: `${name}_count` })
       }
-      return { name, help, type: 'histogram', values, aggregator: 'sum' }
+      return { name, help, type: 'histogram', values, aggregator: 'sumWithExemplars' }
     },
     reset () { series.clear() }
   }
@@ -160,19 +173,62 @@ export function poolMetrics (metrics, pool, max) {
   }))
 }
 
-/** The main thread's own registry: process-wide CPU, memory, file descriptors. */
+/** The main thread's own registry: process-wide CPU, memory, file descriptors, and the memory limit. */
 export function createProcessMetrics () {
   const registry = new client.Registry()
   client.collectDefaultMetrics({ register: registry })
+  // The container's memory limit (its cgroup), beside process_resident_memory_bytes: how near the
+  // kernel's OOM kill the pod runs. No series without a limit.
+  const limit = process.constrainedMemory?.() ?? 0
+  if (limit > 0 && limit < totalmem()) {
+    new client.Gauge({ name: 'process_memory_limit_bytes', help: 'the memory limit of the process\'s container (cgroup)', registers: [registry] }).set(limit)
+  }
   return registry
 }
 
-/** Sums the JSON of several registries into one Prometheus text exposition. */
-export async function aggregate (metricsJson) {
-  return client.AggregatorRegistry.aggregate(metricsJson).metrics()
+/** A gauge of a cache's circuit breaker: 1 while it keeps Redis out of the way (cache.state() is 'bypassed'). */
+export function cacheMetrics (metrics, cache) {
+  new client.Gauge({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
+    name: 'cache_breaker_open',
+    help: 'worker threads whose Redis circuit breaker is open (reads and writes bypass Redis until a probe finds it back)',
+    registers: [metrics.registry],
+    collect () { this.set(cache.state() === 'bypassed' ? 1 : 0) }
+  })
 }
 
-export const contentType = client.Registry.PROMETHEUS_CONTENT_TYPE
+// prom-client's sum, keeping each series' latest exemplar across the registries summed.
+client.aggregators.sumWithExemplars = (metrics) => {
+  const summed = client.aggregators.sum(metrics)
+  const latest = new Map()
+  const keyOf = (v) => `${v.metricName} ${Object.entries(v.labels).sort().join(',')}`
+  for (const m of metrics) {
+    for (const v of m.values) {
+      if (v.exemplar && !(latest.get(keyOf(v))?.timestamp >= v.exemplar.timestamp)) latest.set(keyOf(v), v.exemplar)
+    }
+  }
+  if (latest.size) for (const v of summed.values) v.exemplar = latest.get(keyOf(v))
+  return summed
+}
+
+/** The exposition formats a scrape may ask for: Prometheus text, or OpenMetrics (with exemplars). */
+export const FORMATS = {
+  prometheus: client.Registry.PROMETHEUS_CONTENT_TYPE,
+  openmetrics: client.Registry.OPENMETRICS_CONTENT_TYPE
+}
+
+/** The format an Accept header asks for: OpenMetrics when it names it (Prometheus does), else the text format. */
+export const formatFor = (accept = '') => (accept.includes('application/openmetrics-text') ? 'openmetrics' : 'prometheus')
+
+/** Sums the JSON of several registries into one exposition in `format` (a key of FORMATS). */
+export async function aggregate (metricsJson, format = 'prometheus') {
+  // OpenMetrics names a counter without its _total (its samples have it). prom-client renames the
+  // counters of a registry of its own as it writes them, but not those of an aggregated one, which
+  // would come out as `<name>_total_total`: the JSON is renamed before the sum instead.
+  const json = format === 'openmetrics'
+    ? metricsJson.map((metrics) => metrics.map((m) => (m.type === 'counter' && m.name.endsWith('_total') ? { ...m, name: m.name.slice(0, -'_total'.length) } : m)))
+    : metricsJson
+  return client.AggregatorRegistry.aggregate(json, FORMATS[format]).metrics()
+}
 
 /** prom-client itself, for a service's own metrics (registered in `app.metrics.registry`). */
 export { client as promClient }

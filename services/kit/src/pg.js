@@ -1,6 +1,7 @@
 // One pg Pool per worker thread.
 import pg from 'pg'
 import { parse } from 'pg-connection-string'
+import { childSpan, linkedSpan, requestContext } from './tracing.js'
 
 /**
  * pg's connection options for a URL and a password kept out of it (DATABASE_PASSWORD, from a
@@ -67,11 +68,22 @@ export async function warmPool (pool, log) {
 
 /**
  * A pg query config for `{ name, text }` with `values`: prepared once per connection under `name`,
- * unless PG_PREPARED_STATEMENTS=false.
+ * unless PG_PREPARED_STATEMENTS=false (its span is still named by it: `summary`, which pg ignores).
  */
 export function prepared (pool, { name, text }, values) {
-  return { name: pool.options.prepareStatements ? name : undefined, text, values }
+  return { name: pool.options.prepareStatements ? name : undefined, summary: name, text, values }
 }
+
+// A statement's span is named by its prepared statement's name, or its first keyword (BEGIN, COMMIT…):
+// never its text or a bound value.
+const statementName = (query) => query.name ?? query.summary ?? /^\s*(\w+)/.exec(query.text)?.[1]?.toUpperCase() ?? 'query'
+const statementAttributes = (pool, query) => ({
+  'db.system.name': 'postgresql',
+  'db.namespace': pool.options.database,
+  'db.query.summary': statementName(query),
+  'server.address': pool.options.host,
+  'server.port': Number(pool.options.port ?? 5432)
+})
 
 /**
  * Runs a query whose single column `json` holds a whole response document, built by PostgreSQL so
@@ -125,10 +137,10 @@ export async function withClient (pool, fn) {
     query (config, values) {
       const query = typeof config === 'string' ? { text: config, values } : { ...config, ...(values !== undefined && { values }) }
       if (deadline !== Infinity) query.query_timeout = Math.max(1, Math.round(deadline - performance.now()))
-      return client.query(query).catch((err) => {
+      return childSpan(statementName(query), () => statementAttributes(pool, query), () => client.query(query).catch((err) => {
         if (connectionLost(err)) lost ??= err
         throw err
-      })
+      }))
     }
   }
   try {
@@ -150,12 +162,12 @@ export async function withClient (pool, fn) {
  * Returns read(key, load): load() is the first waiting read's, called once for all of them.
  */
 export function sharedReads () {
-  const keys = new Map() // key -> { running, next: { promise, resolve, reject, load } | null }
+  const keys = new Map() // key -> { running, next: { promise, resolve, reject, load, contexts } | null }
   function start (key, state) {
     const group = state.next
     state.next = null
     state.running = true
-    new Promise((resolve) => resolve(group.load())).then(group.resolve, group.reject).finally(() => {
+    linkedSpan('shared read', group.contexts, () => ({}), () => new Promise((resolve) => resolve(group.load()))).then(group.resolve, group.reject).finally(() => {
       state.running = false
       if (state.next) start(key, state)
       else keys.delete(key)
@@ -164,7 +176,9 @@ export function sharedReads () {
   return function read (key, load) {
     let state = keys.get(key)
     if (!state) keys.set(key, state = { running: false, next: null })
-    state.next ??= { ...Promise.withResolvers(), load }
+    state.next ??= { ...Promise.withResolvers(), load, contexts: [] }
+    const traced = requestContext()
+    if (traced) state.next.contexts.push(traced)
     const { promise } = state.next
     if (!state.running) start(key, state)
     return promise
@@ -182,16 +196,20 @@ export function sharedReads () {
  */
 export function batchedLoads (loadMany, { max = 100 } = {}) {
   let batch = null // id -> its read, this turn
-  function run (ids) {
-    loadMany([...ids.keys()]).then(
+  let contexts = null // the traced requests of this batch (one span, linked to each)
+  function run (ids, traced) {
+    linkedSpan('batched load', traced, () => ({ 'suite.batch.ids': ids.size }), () => loadMany([...ids.keys()])).then(
       (rows) => { for (const [id, read] of ids) read.resolve(rows.get(id)) },
       (err) => { for (const read of ids.values()) read.reject(err) })
   }
   return function load (id) {
     if (!batch || batch.size >= max) {
       const ids = batch = new Map()
-      setImmediate(() => { if (batch === ids) batch = null; run(ids) })
+      const traced = contexts = []
+      setImmediate(() => { if (batch === ids) batch = null; run(ids, traced) })
     }
+    const traced = requestContext()
+    if (traced) contexts.push(traced)
     let read = batch.get(id)
     if (!read) batch.set(id, read = Promise.withResolvers())
     return read.promise

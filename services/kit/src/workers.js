@@ -99,7 +99,7 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
   // What a worker can ask of the main thread; each answer goes back as { type: 'reply', id, result }.
   const calls = {
     // One scrape: every worker's registry as JSON, plus the process metrics, summed.
-    scrape: async () => aggregate([await processMetrics.getMetricsAsJSON(), ...await askAll({ op: 'metrics' })]),
+    scrape: async ({ format }) => aggregate([await processMetrics.getMetricsAsJSON(), ...await askAll({ op: 'metrics' })], format),
     // A cache invalidation in memory mode reaches every other worker before the writer answers.
     invalidate: ({ key, version }, from) => askAll({ op: 'invalidate', key, version }, from)
   }

@@ -6,4 +6,5 @@ export { startPostgres, startRedis, createDatabase, databaseEnv } from './server
 export { startService } from './service.js'
 export { send, get, metric, keepAliveLoad, conforms } from './http.js'
 export { toolsDir, goBinDir, findBinary, whichBinary } from './tools.js'
+export { startJaeger } from './jaeger.js'
 export { checkErrorContract, assertError, raw } from './contract.js'

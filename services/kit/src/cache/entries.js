@@ -1,5 +1,6 @@
-// What the cache's stores share: the stored value's layout, the error of a bypassed Redis, and the
-// bounded in-process map the near cache and the memory store keep their entries in.
+// What the cache's stores share: the stored value's layout, the error of a bypassed Redis, the
+// bounded in-process map the near cache and the memory store keep their entries in, and the
+// attributes of a Redis command's span.
 import { LRUCache } from 'lru-cache'
 
 /** What a store operation rejects with while the circuit breaker keeps Redis out of the way. */
@@ -43,3 +44,13 @@ export function boundedEntries (maxBytes) {
     bytes: () => entries.calculatedSize
   }
 }
+
+/** A Redis command's span attributes (OpenTelemetry's database conventions). */
+export const redisAttributes = (redis, operation, summary = operation) => ({
+  'db.system.name': 'redis',
+  'db.operation.name': operation,
+  'db.query.summary': summary,
+  'db.namespace': String(redis.options.db ?? 0),
+  'server.address': redis.options.host,
+  'server.port': redis.options.port
+})

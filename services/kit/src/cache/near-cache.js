@@ -24,7 +24,8 @@
 // Bounded in bytes (CACHE_NEAR_MAX_BYTES per worker, the least recently used out first).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
-import { boundedEntries, ownBytes } from './entries.js'
+import { boundedEntries, ownBytes, redisAttributes } from './entries.js'
+import { childSpan } from '../tracing.js'
 
 const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300
@@ -141,7 +142,7 @@ export function nearCache (config, redis, options, log) {
       const sync = { acks: 0, needed: Infinity, done: Promise.withResolvers() }
       syncs.set(token, sync)
       try {
-        sync.needed = await redis.publish(SYNCS, `${listenerId} ${token}`)
+        sync.needed = await childSpan('PUBLISH', () => redisAttributes(redis, 'PUBLISH', 'near cache sync'), () => redis.publish(SYNCS, `${listenerId} ${token}`))
         if (sync.acks >= sync.needed) return
         await Promise.race([sync.done.promise, bound])
       } catch {

@@ -2,8 +2,9 @@
 // version is there", a circuit breaker around both, and the invalidations Redis missed replayed.
 import { once } from 'node:events'
 import { Redis } from 'ioredis'
-import { BYPASSED } from './entries.js'
+import { BYPASSED, redisAttributes } from './entries.js'
 import { nearCache } from './near-cache.js'
+import { childSpan, linkedSpan, requestContext } from '../tracing.js'
 
 const REPLAY_MS = 1000
 
@@ -69,7 +70,9 @@ export function redisStore (config, log) {
   // breaker closes, and every REPLAY_MS meanwhile (a stalled server or a partition may never drop the
   // connection).
   const missed = new Map()
-  const tombstone = (key, version, ttl) => guard(() => redis.setIfNotOlder(key, version, String(version), ttl))
+  // A command's span (under the request that sends it, when it is traced).
+  const command = (name, summary, send) => childSpan(name, () => redisAttributes(redis, name, summary), send)
+  const tombstone = (key, version, ttl) => guard(() => command('EVALSHA', 'setIfNotOlder', () => redis.setIfNotOlder(key, version, String(version), ttl)))
   const replay = () => Promise.all([...missed].map(([key, [version, ttl]]) =>
     tombstone(key, version, ttl).then(() => { if (missed.get(key)?.[0] === version) missed.delete(key) }, () => {})))
   const retry = setInterval(() => { if (missed.size && !open) replay() }, REPLAY_MS)
@@ -88,11 +91,15 @@ export function redisStore (config, log) {
   // leaves as soon as the turn ends, beside any still in flight: no read waits for another's answer,
   // so CACHE_TIMEOUT_MS still bounds each.
   let batch = null // key -> the read of it this turn (one per key, whoever asked)
+  let contexts = null // the traced requests of this turn's reads: the MGET's span is linked to each
   const batched = (key) => {
     if (!batch) {
       batch = new Map()
+      contexts = []
       setImmediate(flush)
     }
+    const traced = requestContext()
+    if (traced) contexts.push(traced)
     let read = batch.get(key)
     if (!read) batch.set(key, read = Promise.withResolvers())
     return read.promise
@@ -100,7 +107,7 @@ export function redisStore (config, log) {
   function flush () {
     const reads = [...batch]
     batch = null
-    redis.mgetBuffer(reads.map(([key]) => key)).then(
+    linkedSpan('MGET', contexts, () => ({ ...redisAttributes(redis, 'MGET'), 'suite.batch.keys': reads.length }), () => redis.mgetBuffer(reads.map(([key]) => key))).then(
       (values) => reads.forEach(([, read], i) => read.resolve(values[i])),
       (err) => reads.forEach(([, read]) => read.reject(err)))
   }
@@ -108,7 +115,7 @@ export function redisStore (config, log) {
   return {
     kind: 'redis',
     get: (key) => settleUntil > Date.now() || open ? Promise.reject(BYPASSED) : near ? near.get(key, read) : read(key),
-    setIfNotOlder: (key, version, value, ttl) => guard(() => redis.setIfNotOlder(key, version, value, ttl)),
+    setIfNotOlder: (key, version, value, ttl) => guard(() => command('EVALSHA', 'setIfNotOlder', () => redis.setIfNotOlder(key, version, value, ttl))),
     async tombstone (key, version, ttl) {
       near?.delete(key) // this worker's own write: at once (Redis's invalidation follows for the others)
       try {
