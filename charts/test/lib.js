@@ -30,7 +30,7 @@ function findK8sData () {
 export const K8S_VERSION = '1.34.4'
 export const SERVICES = NAMES // services/list.js
 /** Every optional API the charts use, as a cluster with the add-ons would serve them. */
-const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'gateway.networking.k8s.io/v1/HTTPRoute', 'k6.io/v1alpha1/TestRun']
+const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule', 'gateway.networking.k8s.io/v1/HTTPRoute', 'k6.io/v1alpha1/TestRun']
 
 /** Runs a program; throws with its output when it cannot be started. */
 export function run (cmd, args, { input, cwd = root } = {}) {

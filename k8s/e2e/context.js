@@ -22,7 +22,7 @@ export const fullname = (service) => `${RELEASE.replaceAll('.', '-')}-${service}
 export const image = (service, tag = TAG) => `${REGISTRY}/suite-${service}:${tag}`
 
 // helm template knows no cluster: the optional APIs the CRDs above (and the lab's Gateway API) serve.
-export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'k6.io/v1alpha1/TestRun', 'gateway.networking.k8s.io/v1/HTTPRoute'].flatMap((a) => ['--api-versions', a])
+export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule', 'k6.io/v1alpha1/TestRun', 'gateway.networking.k8s.io/v1/HTTPRoute'].flatMap((a) => ['--api-versions', a])
 
 export function helmValues (extra = []) {
   const data = `${DATA_NS}.svc.cluster.local`

@@ -7,14 +7,9 @@
 // Every setting NAME is read from an environment object (k6: __ENV; locally: --env NAME=VALUE) as
 // <SERVICE>_NAME (PRODUCT_RATE) or, for every scenario, NAME (RATE).
 import { range, weights, weighted, uniform, spread, hotOrUniform, page } from './mix.js'
+import { SLO } from './slo.js'
 
-/**
- * The SLOs every scenario is held to (P95_MS, P99_MS, ERROR_RATE override them): p95 and p99
- * latency, failed requests, and the share of requests that did not leave on time — dropped by k6,
- * or sent by the local runner more than maxLateMs (LATE_MS) after their planned time and after the
- * next request's.
- */
-export const SLO = { p95Ms: 100, p99Ms: 250, errorRate: 0.01, maxDropped: 0.01, maxLateMs: 100 }
+export { SLO }
 
 /** Arrival rate (requests or iterations per second) and duration when none is given. */
 export const DEFAULTS = { rate: 10, duration: '30s' }

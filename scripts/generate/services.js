@@ -1,7 +1,9 @@
 // What `npm run generate` writes from services/list.js: every file that names the services and cannot
 // import the list. In YAML and Markdown only the marked blocks are written (the rest is hand-written);
 // JSON schemas get their per-service keys.
+import { DURATION_BUCKETS } from '@suite/kit'
 import { SERVICES } from '../../services/list.js'
+import { SLO } from '../../loadtests/k6/slo.js'
 import { block, json } from './blocks.js'
 
 // YAML flow style (JSON is valid YAML)
@@ -34,7 +36,20 @@ export const chartYaml = (text) => block(text, 'services', SERVICES.flatMap((s) 
   `  condition: ${s.name}.enabled`
 ]))
 
-export const suiteValues = (text) => block(block(text, 'services', SERVICES.flatMap((s) => [
+// Each service's SLOs for its alerts, from the load tests' SLO: the share of requests allowed to fail,
+// and the p99 latency (a bucket bound of the request-duration histogram, or no ratio can be read).
+if (!DURATION_BUCKETS.includes(SLO.p99Ms / 1000)) throw new Error(`loadtests/k6/scenarios.js: SLO.p99Ms ${SLO.p99Ms} is no bucket of the request-duration histogram (${DURATION_BUCKETS.join(', ')} s)`)
+const slos = (text) => block(text, 'slos', [
+  ...SERVICES.flatMap((s) => [
+    `## @param alerts.slos.${s.name}.availability Share of the ${s.name} service's requests answered without a 5xx`,
+    `## @param alerts.slos.${s.name}.latencySeconds The ${s.name} service's latency threshold: a bound of the request-duration histogram's buckets`,
+    `## @param alerts.slos.${s.name}.latencyTarget Share of the ${s.name} service's requests answered within latencySeconds`
+  ]),
+  'slos:',
+  ...SERVICES.map((s) => `  ${s.name}: { availability: ${1 - SLO.errorRate}, latencySeconds: ${SLO.p99Ms / 1000}, latencyTarget: 0.99 }`)
+])
+
+export const suiteValues = (text) => slos(block(block(text, 'services', SERVICES.flatMap((s) => [
   ...(s.data ? [`## @param ${s.name}.seed.scaleOption The ${s.name} generator's size option`] : []),
   ...(s.data?.direct ? [`## @param ${s.name}.seed.direct Seeded straight into PostgreSQL by the seed command (no CSV scratch volume)`] : []),
   `## @param ${s.name}.tests.paths Paths \`helm test\` calls on ${s.name}${s.data ? '' : ' (it has no generator: no seed)'}`,
@@ -42,7 +57,7 @@ export const suiteValues = (text) => block(block(text, 'services', SERVICES.flat
   ...(s.data ? ['  seed:', `    scaleOption: ${s.data.option}`, ...(s.data.direct ? ['    direct: true'] : [])] : []),
   '  tests:',
   `    paths: ${inline(s.checks)}`
-])), 'routes', ['routes:', ...SERVICES.flatMap((s) => [`  ${s.name}:`, ...s.routes.map((r) => `    - { match: ${r.match}, path: ${inline(r.path)} }`)])])
+])), 'routes', ['routes:', ...SERVICES.flatMap((s) => [`  ${s.name}:`, ...s.routes.map((r) => `    - { match: ${r.match}, path: ${inline(r.path)} }`)])]))
 
 // Per-service keys of a JSON schema's `properties` (or another object), in the list's order, after
 // the keys of `keep` that come before them.
@@ -59,6 +74,18 @@ export function suiteSchema (text) {
     description: `The ${s.name} service: charts/service values (validated by that chart's schema)`,
     properties: { enabled: { type: 'boolean', description: `Deploy ${s.name}` } }
   }), { before: ['$schema', 'global'] })
+  const slo = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['availability', 'latencySeconds', 'latencyTarget'],
+    properties: {
+      availability: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 1 },
+      latencySeconds: { type: 'number', enum: DURATION_BUCKETS, description: 'a bucket bound of http_request_duration_seconds' },
+      latencyTarget: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 1 }
+    }
+  }
+  schema.properties.alerts.properties.slos.properties = Object.fromEntries(SERVICES.map((s) => [s.name, { ...slo, description: `The ${s.name} service's SLOs` }]))
+  schema.properties.alerts.properties.slos.additionalProperties = false
   const routes = schema.properties.routes.properties
   const route = Object.values(routes)[0]
   schema.properties.routes.properties = Object.fromEntries(SERVICES.map((s) => [s.name, { ...route, description: `Paths routed to ${s.name}` }]))
