@@ -10,6 +10,8 @@
 #   3. k6-operator             (namespace k6-operator-system) with --loadtest: runs the load tests'
 #                                                         TestRuns; and only then Prometheus takes
 #                                                         remote writes (k8s/loadtest/*.yaml)
+#      and Jaeger              (namespace observability)  the trace backend (k8s/jaeger.yaml): OTLP in,
+#                                                         Grafana's Jaeger data source
 #   4. metrics-server          (namespace kube-system)    CPU metrics for the HPAs
 #   5. prometheus-adapter      (namespace monitoring)     optional (--with-adapter): the RPS metric
 # Usage: k8s/install-addons.sh [--kind] [--with-adapter] [--ingress-nginx] [--loadtest]
@@ -22,7 +24,8 @@
 #                    service's networkPolicy.ingressController to namespace ingress-nginx,
 #                    label app.kubernetes.io/name=ingress-nginx)
 # Then: helm dependency build charts/suite && helm install suite charts/suite -n suite --create-namespace
-#   (--set gateway.enabled=true for the HTTPRoute on the Gateway traefik/traefik)
+#   (--set gateway.enabled=true for the HTTPRoute on the Gateway traefik/traefik;
+#    --set global.tracing.endpoint=http://jaeger.observability:4318 to send the services' traces to Jaeger)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -65,6 +68,11 @@ else
   kubectl apply -f ingressclass-nginx.yaml
 fi
 install kube-prometheus-stack prometheus-community/kube-prometheus-stack 88.5.3 monitoring
+echo "add-ons: jaeger 2.13.0" >&2
+kubectl create namespace observability --dry-run=client -o yaml | kubectl apply -f -
+kubectl label namespace observability pod-security.kubernetes.io/enforce=restricted --overwrite
+kubectl apply -n observability -f jaeger.yaml
+kubectl rollout status -n observability deploy/jaeger --timeout=5m
 if $loadtest; then
   install k6-operator grafana/k6-operator 4.6.0 k6-operator-system
 fi

@@ -170,3 +170,30 @@ test('kind: ports 80 and 443 reach the ingress controller\'s node; node images p
   assert.ok(selects(yaml(join(k8s, 'kind', 'traefik.yaml')).nodeSelector, ingressNode.labels), 'Traefik lands on the mapped node')
   for (const n of kind.nodes) assert.match(n.image, /^kindest\/node:v1\.\d+\.\d+/)
 })
+
+test('the trace path: Jaeger (k8s/jaeger.yaml) valid and restricted, the chart\'s tracing values point at it, Prometheus stores exemplars, Grafana links them to Jaeger', async () => {
+  assert.match(script, /kubectl apply -n observability -f jaeger\.yaml/)
+  const manifest = parse(readFileSync(join(k8s, 'jaeger.yaml'), 'utf8'))
+  const kc = kubeconform(readFileSync(join(k8s, 'jaeger.yaml'), 'utf8'))
+  assert.equal(kc.code, 0, kc.problems.join('\n'))
+  const pod = manifest.find((o) => o.kind === 'Deployment').spec.template.spec
+  assert.equal(pod.securityContext.runAsNonRoot, true)
+  assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault')
+  assert.deepEqual(pod.containers[0].securityContext.capabilities.drop, ['ALL'])
+  assert.equal(pod.containers[0].securityContext.allowPrivilegeEscalation, false)
+  const config = parse(manifest.find((o) => o.kind === 'ConfigMap').data['config.yaml'])[0]
+  assert.equal(config.receivers.otlp.protocols.http.endpoint, '0.0.0.0:4318')
+  const svc = manifest.find((o) => o.kind === 'Service')
+  assert.ok(svc.spec.ports.some((p) => p.port === 4318) && svc.spec.ports.some((p) => p.port === 16686))
+  const kps = yaml(join(k8s, 'kube-prometheus-stack.yaml'))
+  assert.ok(kps.prometheus.prometheusSpec.enableFeatures.includes('exemplar-storage'))
+  const jaeger = kps.grafana.additionalDataSources.find((d) => d.type === 'jaeger')
+  assert.equal(jaeger.url, `http://${svc.metadata.name}.observability:16686`)
+  assert.equal(kps.grafana.sidecar.datasources.exemplarTraceIdDestinations.datasourceUid, jaeger.uid)
+  assert.equal(kps.grafana.sidecar.datasources.exemplarTraceIdDestinations.traceIdLabelName, 'trace_id', 'the exemplar label the kit writes')
+  // The rendered stack: Grafana's Prometheus data source names Jaeger for exemplars; the PrometheusRule is selected.
+  const stack = renderStack(false)
+  const datasources = stack.filter((o) => o.kind === 'ConfigMap' && o.data?.['datasource.yaml']).map((o) => o.data['datasource.yaml']).join('\n')
+  assert.match(datasources, /exemplarTraceIdDestinations:\s*\n\s*- datasourceUid: jaeger\s*\n\s*name: trace_id/)
+  assert.ok(selects(kps.prometheus.prometheusSpec.ruleSelector.matchLabels, suite.alerts.labels), 'ruleSelector matches the umbrella\'s alerts.labels')
+})

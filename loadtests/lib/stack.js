@@ -54,11 +54,15 @@ export async function prepareDatabase (service, { adminUrl, rows = 1000 }) {
   }
 }
 
-/** `count` processes of `service` on `databaseUrl` sharing `redisUrl`, each with `workers` threads. */
-export function startInstances (service, { count = 1, workers = 1, databaseUrl, redisUrl, env = {} }) {
+/**
+ * `count` processes of `service` on `databaseUrl` sharing `redisUrl`, each with `workers` threads;
+ * `memoryLimitMb`: each in a memory cgroup of that limit, as in a pod (startService).
+ */
+export function startInstances (service, { count = 1, workers = 1, databaseUrl, redisUrl, env = {}, memoryLimitMb }) {
   return Promise.all(Array.from({ length: count }, () => startService({
     entry: cliOf(service),
     args: ['serve'],
+    memoryLimitMb,
     env: { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, WORKERS: String(workers), LOG_LEVEL: 'error', ...env }
   })))
 }

@@ -11,7 +11,9 @@ const definitions = Object.fromEntries(await Promise.all(SERVICES.map(async (s) 
   [s.name, (await import(`../../services/${s.name}/src/service.js`)).default])))
 
 /** The settings the service chart sets itself (from its values), which its `config` value must not take. */
-export const CHART_OWNED_SETTINGS = ['HOST', 'PORT', 'WORKERS', 'DATABASE_URL', 'DATABASE_PASSWORD', 'REDIS_URL', 'REDIS_PASSWORD', 'SHUTDOWN_DELAY_MS', 'SHUTDOWN_GRACE_MS']
+export const CHART_OWNED_SETTINGS = ['HOST', 'PORT', 'WORKERS', 'DATABASE_URL', 'DATABASE_PASSWORD', 'REDIS_URL', 'REDIS_PASSWORD', 'SHUTDOWN_DELAY_MS', 'SHUTDOWN_GRACE_MS',
+  // global.tracing
+  'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG', 'OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES']
 
 const code = (v) => `\`${v}\``
 const cell = (text) => String(text).replaceAll('|', '\\|').replaceAll('\n', ' ')

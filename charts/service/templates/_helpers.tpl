@@ -187,6 +187,29 @@ come from a Secret (secretKeyRef); the URLs carry no password.
   value: {{ mul .Values.shutdown.delaySeconds 1000 | quote }}
 - name: SHUTDOWN_GRACE_MS
   value: {{ mul .Values.shutdown.graceSeconds 1000 | quote }}
+{{- with .Values.global.tracing }}
+{{- if .endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ .protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ .sampler | quote }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ .ratio | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ include "service.name" $ | quote }}
+# Resource attributes that lead from a trace to its pod (the downward API fills them in).
+- name: K8S_POD_NAME
+  valueFrom: { fieldRef: { fieldPath: metadata.name } }
+- name: K8S_NAMESPACE_NAME
+  valueFrom: { fieldRef: { fieldPath: metadata.namespace } }
+- name: K8S_NODE_NAME
+  valueFrom: { fieldRef: { fieldPath: spec.nodeName } }
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ printf "k8s.pod.name=$(K8S_POD_NAME),k8s.namespace.name=$(K8S_NAMESPACE_NAME),k8s.node.name=$(K8S_NODE_NAME),k8s.deployment.name=%s" (include "service.fullname" $) | quote }}
+{{- end }}
+{{- end }}
 {{- range $name, $value := .Values.config }}
 - name: {{ $name }}
   value: {{ include "service.string" $value | quote }}
