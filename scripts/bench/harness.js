@@ -39,6 +39,8 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  * @param {boolean} [o.uncached]    also start an instance with CACHE_ENABLED=false
  * @param {number[]} [o.baselineConnections]  the baseline at each of these (default: connections)
  * @param {Record<string, string>} [o.settings]  --env: settings of this tree's services
+ * @param {Record<string, Record<string, string>>} [o.variants]  more instances of this tree's cached
+ *   service, each with these settings added, passed to `cases` as ctx.variants by name
  * @param {{ root: string, label: string, settings: object }} [o.base]  bench:compare: the other commit's checkout, and --base-env
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
  *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | request(), rate?,
@@ -51,7 +53,7 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
-export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, settings = {}, cases, base, cpuProf }) {
+export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, settings = {}, variants = {}, cases, base, cpuProf }) {
   const say = (m) => process.stderr.write(`bench ${service}: ${m}\n`)
   // --cpu-prof DIR: each server this run starts writes a V8 CPU profile per thread when it stops, into
   // DIR/<service>-<which> (the kit's services and hello.js exit cleanly on SIGTERM).
@@ -87,8 +89,13 @@ export async function runBench ({ service, dataset, uncached = false, duration =
         ])
         if (!cached.memoryLimited) say(`no memory cgroup can be made here (root and cgroup v1's memory controller or v2 are needed): the service runs without the pod's ${POD_MEMORY_MB} MB limit, and V8 sizes its heap from the machine's memory`)
         running.push(cached, plain)
+        // The variants are this tree's only (bench:compare compares two trees, not settings within one).
+        const started = await Promise.all(Object.entries(i ? {} : variants).map(async ([name, more]) =>
+          [name, await startService({ entry: cli, ...asInPod, env: profiled(name, { ...env, ...more }) })]))
+        const others = Object.fromEntries(started)
+        running.push(...Object.values(others))
         // A sameBytes case's CPU per request is the kit's cost in microseconds: the service's process is measured.
-        lists.push((await cases({ db, baseline, cached, uncached: plain, redis, connections }))
+        lists.push((await cases({ db, baseline, cached, uncached: plain, variants: others, redis, connections }))
           .map((c) => c.sameBytes && !c.pid ? { ...c, pid: [cached, plain].find((s) => s?.url === c.url)?.child.pid } : c))
       } finally {
         await db.end()

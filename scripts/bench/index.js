@@ -8,11 +8,14 @@ import * as product from './product.js'
 import * as profile from './profile.js'
 import * as menu from './menu.js'
 import * as flows from './flows.js'
+import * as tracing from './tracing.js'
 import { ORIGINAL_CONNECTIONS } from './original.js'
 
-export const benches = { product, profile, menu, flows }
+// The services' benchmarks, and what tracing costs (on product); --only picks among them.
+export const benches = { product, profile, menu, flows, tracing }
 // Each service's definition (its settings, for --env), by name.
 const definitions = Object.fromEntries(await Promise.all(SERVICES.map(async ({ name }) => [name, (await import(`../../services/${name}/src/service.js`)).default])))
+definitions.tracing = definitions.product
 // What the bench sets itself on every service it starts (--workers for WORKERS).
 const BENCH_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'WORKERS', 'CACHE_ENABLED', 'HOST', 'PORT']
 const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))

@@ -18,12 +18,10 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, createCont
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources'
-import {
-  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, TracerProvider
-} from '@opentelemetry/sdk-trace'
+import { BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TracerProvider } from '@opentelemetry/sdk-trace'
 
-const TRACING = createContextKey('suite tracing') // the instance's tracing, in the context of its requests
-const REQUEST_ID = createContextKey('suite request id')
+// In the context of a traced request: { tracing (the instance's), requestId }; of a linked span: { tracing }.
+const TRACED = createContextKey('suite traced')
 const SPAN = Symbol('server span')
 const CONTEXT = Symbol('request context')
 const FLUSH_MS = 3000 // at shutdown, the longest wait for the last spans to leave
@@ -66,9 +64,10 @@ export async function startTracing (config, service, worker) {
     'service.version': service.version ?? '0.0.0',
     'service.instance.id': `${hostname()}/${process.pid}/${worker}`
   }).merge(detectResources({ detectors: [envDetector] }))
+  const { sampler, traceNew } = samplingOf(config)
   const provider = new TracerProvider({
     resource,
-    sampler: samplerOf(config),
+    sampler,
     spanProcessors: [new BatchSpanProcessor({
       exporter: new OTLPTraceExporter(),
       scheduledDelayMillis: config.OTEL_BSP_SCHEDULE_DELAY,
@@ -86,6 +85,9 @@ export async function startTracing (config, service, worker) {
      */
     startRequest (request, reply) {
       if (request.routeOptions.config?.traced === false) return // probes and scrapes: not the service's traffic
+      // Most requests are not traced: decided first, they cost a random number and nothing else —
+      // no span, no ids, no context (their garbage cost more than the spans of the traced ones).
+      if (!traceNew(request.headers.traceparent)) return
       const parent = propagator.extract(ROOT_CONTEXT, request.headers, headerGetter)
       const route = request.routeOptions.url
       const span = tracer.startSpan(route ? `${request.method} ${route}` : request.method, { kind: SpanKind.SERVER }, parent)
@@ -98,7 +100,7 @@ export async function startTracing (config, service, worker) {
           ...(route && { 'http.route': route })
         })
       }
-      const ctx = trace.setSpan(parent, span).setValue(TRACING, tracing).setValue(REQUEST_ID, request.id)
+      const ctx = trace.setSpan(parent, span).setValue(TRACED, { tracing, requestId: request.id })
       request[SPAN] = span
       request[CONTEXT] = ctx
       propagator.inject(ctx, reply, { set: (r, key, value) => r.header(key, value) })
@@ -130,35 +132,37 @@ export async function startTracing (config, service, worker) {
 }
 
 /**
- * OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG. A root span with links (work that served many
- * requests) is sampled when one of those requests is, whatever the ratio.
+ * OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, in two parts. traceNew(traceparent): whether a
+ * request is traced at all — under a parentbased_* sampler every request that carries a traceparent
+ * is (the SDK's sampler then follows the caller's decision, sampled or not), and the others by the
+ * sampler's own rule (always, never, or the ratio). The SDK's sampler: what traceNew let through is
+ * kept (parent-based: as its parent says), and a span with links (work that served many requests)
+ * is kept when one of those requests is.
  */
-function samplerOf (config) {
+function samplingOf (config) {
+  const name = config.OTEL_TRACES_SAMPLER
   const ratio = config.OTEL_TRACES_SAMPLER_ARG
-  const base = {
-    always_on: new AlwaysOnSampler(),
-    always_off: new AlwaysOffSampler(),
-    traceidratio: new TraceIdRatioBasedSampler(ratio),
-    parentbased_always_on: new AlwaysOnSampler(),
-    parentbased_always_off: new AlwaysOffSampler(),
-    parentbased_traceidratio: new TraceIdRatioBasedSampler(ratio)
-  }[config.OTEL_TRACES_SAMPLER]
+  const rule = name.replace('parentbased_', '')
+  const decide = { always_on: () => true, always_off: () => false, traceidratio: () => Math.random() < ratio }[rule]
+  const parentBased = name !== rule
   const root = {
-    shouldSample (ctx, traceId, name, kind, attributes, links) {
-      if (!links?.length) return base.shouldSample(ctx, traceId, name, kind, attributes, links)
-      const sampled = links.some((l) => (l.context.traceFlags & TraceFlags.SAMPLED) !== 0)
+    shouldSample (ctx, traceId, spanName, kind, attributes, links) {
+      const sampled = !links?.length || links.some((l) => (l.context.traceFlags & TraceFlags.SAMPLED) !== 0)
       return { decision: sampled ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD }
     },
-    toString: () => `LinkedOr(${base})`
+    toString: () => 'TracedOrLinked'
   }
-  return config.OTEL_TRACES_SAMPLER.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root
+  return {
+    traceNew: (traceparent) => (parentBased && traceparent !== undefined) || decide(),
+    sampler: parentBased ? new ParentBasedSampler({ root }) : root
+  }
 }
 
 /** The context to link a batch to: the active request's, when one is traced; else undefined. */
 export function requestContext () {
   if (!traced) return undefined
   const ctx = context.active()
-  return ctx.getValue(TRACING) ? ctx : undefined
+  return ctx.getValue(TRACED) ? ctx : undefined
 }
 
 const endWith = (span) => [
@@ -178,7 +182,7 @@ const endWith = (span) => [
 export function childSpan (name, attributes, fn) {
   const parent = requestContext()
   if (!parent) return fn()
-  const span = parent.getValue(TRACING).tracer.startSpan(name, { kind: SpanKind.CLIENT }, parent)
+  const span = parent.getValue(TRACED).tracing.tracer.startSpan(name, { kind: SpanKind.CLIENT }, parent)
   if (!span.isRecording()) return fn()
   span.setAttributes(attributes())
   return context.with(trace.setSpan(parent, span), fn).then(...endWith(span))
@@ -192,12 +196,12 @@ export function childSpan (name, attributes, fn) {
 export function linkedSpan (name, contexts, attributes, fn) {
   const traced = contexts.filter(Boolean)
   if (!traced.length) return fn()
-  const tracing = traced[0].getValue(TRACING)
+  const { tracing } = traced[0].getValue(TRACED)
   const links = traced.map((ctx) => ({ context: trace.getSpanContext(ctx) })).filter((l) => l.context)
   const span = tracing.tracer.startSpan(name, { kind: SpanKind.INTERNAL, links, root: true }, ROOT_CONTEXT)
   if (!span.isRecording()) return fn()
   span.setAttributes({ ...attributes(), 'suite.requests': traced.length })
-  return context.with(trace.setSpan(ROOT_CONTEXT, span).setValue(TRACING, tracing), fn).then(...endWith(span))
+  return context.with(trace.setSpan(ROOT_CONTEXT, span).setValue(TRACED, { tracing }), fn).then(...endWith(span))
 }
 
 /** pino's mixin: a line written inside a traced request carries its ids (the request's own logger has them bound). */
@@ -205,5 +209,5 @@ export function logIds () {
   const ctx = requestContext()
   if (!ctx) return {}
   const span = trace.getSpanContext(ctx)
-  return { reqId: ctx.getValue(REQUEST_ID), trace_id: span.traceId, span_id: span.spanId }
+  return { reqId: ctx.getValue(TRACED).requestId, trace_id: span.traceId, span_id: span.spanId }
 }
