@@ -14,8 +14,13 @@
 #                                                         Grafana's Jaeger data source
 #   4. metrics-server          (namespace kube-system)    CPU metrics for the HPAs
 #   5. prometheus-adapter      (namespace monitoring)     optional (--with-adapter): the RPS metric
-# Usage: k8s/install-addons.sh [--kind] [--with-adapter] [--ingress-nginx] [--loadtest]
+# Usage: k8s/install-addons.sh [--kind | --lab] [--with-adapter] [--ingress-nginx] [--loadtest] [--charts DIR]
 #   --kind           the kind cluster of k8s/kind.yaml (ingress on ports 80/443, kubelet TLS)
+#   --lab            the single-node lab cluster of ../shared/k8s/lab: it brings Traefik and
+#                    metrics-server itself, and pulls no image: k8s/lab/<release>.yaml names the ones
+#                    built on the machine (k8s/e2e/addon-images.js), Jaeger's included
+#   --charts DIR     the charts' archives (<chart>-<version>.tgz) from DIR instead of their
+#                    repositories: no internet needed
 #   --loadtest       the load-test set-up: k6-operator, and Prometheus's remote-write receiver (off
 #                    otherwise: unauthenticated, it would let any pod that reaches it steer the HPAs);
 #                    run the script again without it afterwards to turn the receiver off
@@ -30,53 +35,73 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-kind=false adapter=false ingress_nginx=false loadtest=false
-for arg in "$@"; do
-  case "$arg" in
+kind=false lab=false adapter=false ingress_nginx=false loadtest=false charts=
+while [ $# -gt 0 ]; do
+  case "$1" in
     --kind) kind=true ;;
+    --lab) lab=true ;;
     --loadtest) loadtest=true ;;
     --with-adapter) adapter=true ;;
     --ingress-nginx) ingress_nginx=true ;;
-    *) sed -n '2,25p' "$here/install-addons.sh" >&2; exit 2 ;;
+    --charts) charts=$(cd "$2" && pwd); shift ;;
+    *) sed -n '2,32p' "$here/install-addons.sh" >&2; exit 2 ;;
   esac
+  shift
 done
 
 # name, repository URL
 repo() { helm repo add "$1" "$2" --force-update >/dev/null; }
-repo traefik https://traefik.github.io/charts
-repo ingress-nginx https://kubernetes.github.io/ingress-nginx
-repo prometheus-community https://prometheus-community.github.io/helm-charts
-repo grafana https://grafana.github.io/helm-charts
-repo metrics-server https://kubernetes-sigs.github.io/metrics-server
-helm repo update >/dev/null
+if [ -z "$charts" ]; then
+  repo traefik https://traefik.github.io/charts
+  repo ingress-nginx https://kubernetes.github.io/ingress-nginx
+  repo prometheus-community https://prometheus-community.github.io/helm-charts
+  repo grafana https://grafana.github.io/helm-charts
+  repo metrics-server https://kubernetes-sigs.github.io/metrics-server
+  helm repo update >/dev/null
+fi
 
 # release, chart, version, namespace, values files (k8s/kind/<release>.yaml too with --kind,
-# k8s/loadtest/<release>.yaml too with --loadtest)
+# k8s/lab/<release>.yaml with --lab, k8s/loadtest/<release>.yaml with --loadtest)
 install() {
-  local release=$1 chart=$2 version=$3 namespace=$4 values=(-f "$release.yaml")
+  local release=$1 chart=$2 version=$3 namespace=$4
+  local values=(-f "$release.yaml") # a word of the line above cannot use another's value yet
   if $kind && [ -f "kind/$release.yaml" ]; then values+=(-f "kind/$release.yaml"); fi
+  if $lab && [ -f "lab/$release.yaml" ]; then values+=(-f "lab/$release.yaml"); fi
   if $loadtest && [ -f "loadtest/$release.yaml" ]; then values+=(-f "loadtest/$release.yaml"); fi
+  [ -n "$charts" ] && chart="$charts/${chart#*/}-$version.tgz"
   echo "add-ons: $release $version" >&2
   helm upgrade --install "$release" "$chart" --version "$version" --namespace "$namespace" \
     --create-namespace "${values[@]}" --wait --timeout 10m
 }
 
-if $ingress_nginx; then
+if $lab; then
+  : # the lab serves the Ingress class nginx and the Gateway traefik/traefik with its own Traefik
+elif $ingress_nginx; then
   install ingress-nginx ingress-nginx/ingress-nginx 4.15.1 ingress-nginx
 else
   install traefik traefik/traefik 39.0.9 traefik
   kubectl apply -f ingressclass-nginx.yaml
 fi
+# Pod Security "restricted" for the monitoring stack where its pods meet it: all of them but
+# node-exporter (host network, PID and paths), which the lab leaves out; elsewhere only warned about.
+kubectl create namespace monitoring --dry-run=client -o yaml | kubectl apply -f -
+kubectl label namespace monitoring "pod-security.kubernetes.io/$($lab && echo enforce || echo warn)=restricted" --overwrite
 install kube-prometheus-stack prometheus-community/kube-prometheus-stack 88.5.3 monitoring
 echo "add-ons: jaeger 2.13.0" >&2
 kubectl create namespace observability --dry-run=client -o yaml | kubectl apply -f -
 kubectl label namespace observability pod-security.kubernetes.io/enforce=restricted --overwrite
-kubectl apply -n observability -f jaeger.yaml
+if $lab; then
+  sed 's#cr.jaegertracing.io/jaegertracing/jaeger:#localhost/jaeger:#' jaeger.yaml | kubectl apply -n observability -f -
+else
+  kubectl apply -n observability -f jaeger.yaml
+fi
 kubectl rollout status -n observability deploy/jaeger --timeout=5m
 if $loadtest; then
   install k6-operator grafana/k6-operator 4.6.0 k6-operator-system
 fi
-install metrics-server metrics-server/metrics-server 3.13.1 kube-system
+if ! $lab; then
+  install metrics-server metrics-server/metrics-server 3.13.1 kube-system
+fi
 if $adapter; then
   install prometheus-adapter prometheus-community/prometheus-adapter 5.3.0 monitoring
 fi

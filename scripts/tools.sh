@@ -2,6 +2,8 @@
 # Builds the pinned Go tools into $SUITE_TOOLS/go-bin, once: later runs and other clones reuse them.
 # Run through `node scripts/provision.js` (npm test does), which sets SUITE_TOOLS and finds Go.
 # Prints the directory to put on PATH.
+#   bash scripts/tools.sh cluster   also the cluster add-ons' programs, static, for the images the
+#                                   lab cluster cannot pull (k8s/e2e/addon-images.js)
 set -euo pipefail
 TOOLS="${SUITE_TOOLS:?run it through node scripts/provision.js, which sets SUITE_TOOLS}"
 BIN="$TOOLS/go-bin"
@@ -18,14 +20,15 @@ install() { # name module version
 }
 
 # A module whose go.mod has replace directives, which go install refuses: built from its source, in a
-# writable copy of the module's folder.
-build() { # name module version package-dir
+# writable copy of the module's folder. tags: go build -tags; prepare: a shell command run in the copy
+# first.
+build() { # name module version package-dir [tags] [prepare]
   [ -x "$BIN/$1.$3" ] && return
   echo "tools: building $2@$3 ($4)" >&2
   local started=$SECONDS dir tmp
   dir=$(go mod download -json "$2@$3" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   tmp=$(mktemp -d); cp -r "$dir/." "$tmp"; chmod -R u+w "$tmp"
-  (cd "$tmp" && go build -o "$BIN/$1" "$4") >&2
+  (cd "$tmp" && eval "${6:-true}" && GOWORK=off go build -mod=mod -trimpath -tags "${5:-}" -o "$BIN/$1" "$4") >&2
   cp "$BIN/$1" "$BIN/$1.$3"
   rm -rf "$tmp"
   echo "tools: $1 built in $((SECONDS - started)) s" >&2
@@ -38,4 +41,22 @@ install vegeta github.com/tsenart/vegeta/v12 v12.13.0
 build helm-unittest github.com/helm-unittest/helm-unittest v1.1.2 ./cmd/helm-unittest
 # The trace backend of the tests (services/kit/testing/jaeger.js) and of the cluster (k8s/jaeger).
 build jaeger github.com/jaegertracing/jaeger v1.76.0 ./cmd/jaeger
+if [ "${1:-}" = cluster ]; then
+  # Static (no libc): they run in images of their own. The version a program prints comes from its
+  # module's own build info.
+  export CGO_ENABLED=0
+  # Its go.mod replaces its API and client modules with folders its module zip leaves out: their
+  # published versions instead.
+  po=github.com/prometheus-operator/prometheus-operator
+  po_mods="go mod edit -dropreplace=$po/pkg/apis/monitoring -dropreplace=$po/pkg/client -require=$po/pkg/apis/monitoring@v0.93.1 -require=$po/pkg/client@v0.93.1"
+  build prometheus-operator $po v0.93.1 ./cmd/operator "" "$po_mods"
+  build prometheus-config-reloader $po v0.93.1 ./cmd/prometheus-config-reloader "" "$po_mods"
+  build prometheus-adapter sigs.k8s.io/prometheus-adapter v0.12.0 ./cmd/adapter
+  build kube-state-metrics k8s.io/kube-state-metrics/v2 v2.20.0 .
+  # Prometheus and Alertmanager at the chart's versions, without their web UIs (built by npm upstream,
+  # not part of the modules): their APIs are what the suite uses. Prometheus with Kubernetes service
+  # discovery alone, the only one the operator configures here.
+  build prometheus github.com/prometheus/prometheus v0.314.0 ./cmd/prometheus remove_all_sd,enable_kubernetes_sd
+  build alertmanager github.com/prometheus/alertmanager v0.34.0 ./cmd/alertmanager "" "mkdir -p ui/app/dist && echo 'The web UI is not built here: use the API.' > ui/app/dist/index.html"
+fi
 echo "$BIN"

@@ -20,7 +20,16 @@ const suite = yaml(join(charts, 'suite', 'values.yaml'))
 test('install-addons.sh installs in order, each at a pinned version with its values file', () => {
   assert.equal(run('bash', ['-n', join(k8s, 'install-addons.sh')]).code, 0)
   assert.deepEqual(installs.map((i) => i.release), ['ingress-nginx', 'traefik', 'kube-prometheus-stack', 'k6-operator', 'metrics-server', 'prometheus-adapter'])
-  assert.match(script, /if \$ingress_nginx; then\n\s+install ingress-nginx .*\nelse\n\s+install traefik .*\n\s+kubectl apply -f ingressclass-nginx.yaml\nfi/, 'Traefik by default, ingress-nginx only when asked')
+  assert.match(script, /elif \$ingress_nginx; then\n\s+install ingress-nginx .*\nelse\n\s+install traefik .*\n\s+kubectl apply -f ingressclass-nginx.yaml\nfi/, 'Traefik by default, ingress-nginx only when asked')
+  // The lab overlays name only images built on the machine, and their releases exist.
+  for (const file of ['kube-prometheus-stack', 'prometheus-adapter']) {
+    assert.ok(addon(file), `k8s/lab/${file}.yaml overlays a release the script installs`)
+    const images = []
+    const walk = (o) => { for (const [k, v] of Object.entries(o ?? {})) if (k === 'image') images.push(v); else if (v && typeof v === 'object') walk(v) }
+    walk(yaml(join(k8s, 'lab', `${file}.yaml`)))
+    assert.ok(images.length > 0, file)
+    for (const i of images) assert.ok(i.registry === 'localhost' || i.repository.startsWith('localhost/'), `${file}: ${JSON.stringify(i)}`)
+  }
   for (const i of installs) {
     assert.match(i.version, /^\d+\.\d+\.\d+$/, `${i.release}: exact version`)
     assert.ok(existsSync(join(k8s, `${i.release}.yaml`)), `k8s/${i.release}.yaml`)

@@ -17,9 +17,23 @@ export const BUILD = env.E2E_BUILD || (run('sh', ['-c', 'command -v buildah'], {
 export const LOAD = env.E2E_IMAGE_LOAD ?? env.K8S_LAB_LOAD ?? ''
 export const TAG = env.E2E_TAG || `e2e-${run('git', ['-C', root, 'rev-parse', '--short', 'HEAD']).stdout.trim()}`
 export const [gatewayNs, gatewayName] = (env.E2E_GATEWAY || '').split('/')
+export const ADDONS = env.E2E_ADDONS || 'installed'
 // The names the chart gives: a dot is not allowed in a Service name, so it becomes a dash.
 export const fullname = (service) => `${RELEASE.replaceAll('.', '-')}-${service}`
 export const image = (service, tag = TAG) => `${REGISTRY}/suite-${service}:${tag}`
+
+// The monitoring stage's values: traces to Jaeger (k8s/jaeger.yaml), product scaled on requests per
+// second alone (not CPU) and back down within a minute, and page alerts on windows short enough to
+// fire and resolve within the run.
+const MONITORING_VALUES = [
+  '--set', 'global.tracing.endpoint=http://jaeger.observability:4318',
+  '--set', 'product.autoscaling.targetCPUUtilizationPercentage=0',
+  '--set', 'product.autoscaling.requestsPerSecond.enabled=true',
+  '--set-string', 'product.autoscaling.requestsPerSecond.averageValue=15',
+  '--set', 'product.autoscaling.behavior.scaleDown.stabilizationWindowSeconds=30',
+  '--set-json', 'alerts.burnRate.page=[{"long":"2m","short":"30s","factor":1}]',
+  '--set', 'alerts.pageFor=0s'
+]
 
 // helm template knows no cluster: the optional APIs the CRDs above (and the lab's Gateway API) serve.
 export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule', 'k6.io/v1alpha1/TestRun', 'gateway.networking.k8s.io/v1/HTTPRoute'].flatMap((a) => ['--api-versions', a])
@@ -37,6 +51,7 @@ export function helmValues (extra = []) {
     '--set', `ingress.host=${INGRESS_HOST}`,
     // One service scales from a single replica, for the HPA phase; the others keep the default two.
     '--set', 'product.autoscaling.minReplicas=1',
+    ...MONITORING_VALUES,
     ...LIST.filter((s) => s.data).flatMap((s) => ['--set', `${s.name}.seed.enabled=true`, '--set', `${s.name}.seed.scale=200`]),
     ...SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}`])
   ]

@@ -109,7 +109,7 @@ export function testRuns () {
 export async function uninstall () {
   await runAsync('helm', ['uninstall', RELEASE, '-n', NS, '--wait', '--timeout', '5m'])
   const kinds = 'pods,jobs,deployments,replicasets,services,configmaps,secrets,serviceaccounts,persistentvolumeclaims,horizontalpodautoscalers,poddisruptionbudgets,networkpolicies,ingresses'
-  const extra = ['servicemonitors.monitoring.coreos.com', 'httproutes.gateway.networking.k8s.io', 'testruns.k6.io'].filter((k) => kubectl(['get', k, '-n', NS], { ok: true }).code === 0)
+  const extra = ['servicemonitors.monitoring.coreos.com', 'prometheusrules.monitoring.coreos.com', 'httproutes.gateway.networking.k8s.io', 'testruns.k6.io'].filter((k) => kubectl(['get', k, '-n', NS], { ok: true }).code === 0)
   const left = await waitFor('nothing of the release left', () => {
     const items = kjson(['get', [kinds, ...extra].join(','), '-n', NS]).items
       .filter((o) => o.metadata.name !== 'suite-datastores' && !(o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') && !(o.kind === 'ServiceAccount' && o.metadata.name === 'default'))

@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // The cluster e2e (`npm run test:e2e`): builds the images from services/Dockerfile, installs the
-// umbrella chart as a user would into a namespace that enforces Pod Security "restricted", and
-// proves it on a real cluster: helm test, every route through the Ingress and the HTTPRoute,
-// /metrics, zero failed requests over an image upgrade, a config change and a pod deletion under
-// steady load, the HPA scaling out, TestRuns accepted by the API server, an uninstall that leaves
-// nothing behind and a reinstall that finds its data. Any cluster: see `--help` and k8s/README.md.
+// add-ons (the monitoring stack, prometheus-adapter, Jaeger) and the umbrella chart as a user would,
+// into a namespace that enforces Pod Security "restricted", and proves it on a real cluster: helm
+// test, every route through the Ingress and the HTTPRoute, /metrics, the ServiceMonitors scraped,
+// zero failed requests over an image upgrade, a config change and a pod deletion under steady load,
+// the HPA scaling on requests per second, every dashboard query and rule with data, an alert through
+// Alertmanager under a real fault, a trace and its exemplar, TestRuns accepted by the API server, an
+// uninstall that leaves nothing behind and a reinstall that finds its data. Any cluster: see `--help`
+// and k8s/README.md.
 import { parseArgs } from 'node:util'
 import { kubectl, run, table } from './lib.js'
 import { DATA_NS, INGRESS_URL, NS, RELEASE, e2e } from './context.js'
@@ -12,7 +15,8 @@ import { images } from './images.js'
 import { bundledDryRun, chart, helmTest, install, namespaces, preflight, reinstall, testRuns, uninstall } from './install.js'
 import { metrics, routesAll } from './traffic.js'
 import { disruptions, phases } from './disruptions.js'
-import { hpa } from './hpa.js'
+import { ADDONS } from './context.js'
+import { addons, alertThroughAlertmanager, monitoringCost, queriesWithData, rpsAutoscaling, scraped, traceAndExemplar } from './monitoring.js'
 import { provisionFor } from '../../scripts/provision.js'
 
 const USAGE = `usage: npm run test:e2e [-- --keep] [-- --help]
@@ -34,6 +38,8 @@ Installs the suite on the cluster of KUBECONFIG and checks it end to end. Settin
   E2E_VALUES           more values files for this cluster, comma-separated (e.g. k8s/e2e/values-lab.yaml)
   E2E_NAMESPACE        namespace of the release (default: suite-e2e; <namespace>-data holds the datastores)
   E2E_RELEASE          release name (default: suite.e2e, a dotted name on purpose)
+  E2E_ADDONS           lab: install the add-ons with k8s/install-addons.sh --lab (images built here, charts from
+                       ../shared/k8s/charts); installed (default): they are there already (install-addons.sh)
 Options:
   --keep               leave the release installed at the end (for a look around); the next run removes it
   --help               this text`
@@ -73,6 +79,7 @@ let failed = false
 try {
   await stage('preflight', preflight)
   await stage('images', images)
+  if (ADDONS === 'lab') await stage('add-ons: kube-prometheus-stack, prometheus-adapter, Jaeger', addons)
   await stage('namespaces, datastores, CRDs', namespaces)
   await stage('chart with its dependencies', chart)
   await stage('bundled mode: server-side dry-run under restricted', bundledDryRun)
@@ -80,8 +87,13 @@ try {
   await stage('helm test', helmTest)
   await stage('routes', routesAll)
   await stage('metrics', metrics)
+  await stage('ServiceMonitors scraped, counters equal', scraped)
   await stage('disruptions under load', disruptions)
-  await stage('HPA', hpa)
+  await stage('HPA on requests per second', rpsAutoscaling)
+  await stage('a trace and its exemplar', traceAndExemplar)
+  await stage('dashboards and rules with data', queriesWithData)
+  await stage('an alert through Alertmanager', alertThroughAlertmanager)
+  await stage('the monitoring stack\'s cost', monitoringCost)
   await stage('TestRuns', testRuns)
   await stage('uninstall', uninstall)
   await stage('reinstall', reinstall)

@@ -1,0 +1,59 @@
+// The add-ons' images for a cluster that pulls none (the lab): each program built on this machine
+// from its Go module (scripts/tools.sh cluster), at the path and with the entrypoint of the upstream
+// image it stands in for, so that the upstream charts run it unchanged (k8s/lab/*.yaml names them).
+// Each image is built once into an OCI archive in the tools folder, then loaded into the nodes on
+// every run.
+import { existsSync, mkdirSync, renameSync } from 'node:fs'
+import { join } from 'node:path'
+import { goBinDir, toolsDir } from '@suite/kit/testing'
+import { root } from '../../charts/test/lib.js'
+import { run, runAsync } from './lib.js'
+
+// name: { tag, program (in go-bin), path in the image, entrypoint (none: the chart's args start with the program) }
+export const ADDON_IMAGES = {
+  'prometheus-operator': { tag: 'v0.93.1', program: 'prometheus-operator', path: '/bin/operator', entrypoint: true },
+  'prometheus-config-reloader': { tag: 'v0.93.1', program: 'prometheus-config-reloader', path: '/bin/prometheus-config-reloader', entrypoint: true },
+  'kube-state-metrics': { tag: 'v2.20.0', program: 'kube-state-metrics', path: '/kube-state-metrics', entrypoint: true },
+  'prometheus-adapter': { tag: 'v0.12.0', program: 'prometheus-adapter', path: '/adapter', entrypoint: false },
+  jaeger: { tag: '2.13.0', program: 'jaeger', path: '/cmd/jaeger/jaeger-linux', entrypoint: true },
+  prometheus: { tag: 'v3.14.0', program: 'prometheus', path: '/bin/prometheus', entrypoint: true },
+  alertmanager: { tag: 'v0.34.0', program: 'alertmanager', path: '/bin/alertmanager', entrypoint: true }
+}
+
+const BUILDAH = { STORAGE_DRIVER: 'vfs', BUILDAH_ISOLATION: 'chroot' }
+const archives = () => join(toolsDir(), 'images')
+
+/**
+ * Each add-on image's archive, built where missing (the Go programs are built by `scripts/tools.sh
+ * cluster` first). `base`: the Debian image they sit on (the lab's localhost/debian:bookworm).
+ * Resolves to the archives' paths, to load into the nodes.
+ */
+export async function addonImages ({ base = 'localhost/debian:bookworm', say = (m) => console.error(m) } = {}) {
+  mkdirSync(archives(), { recursive: true })
+  const built = []
+  const missing = Object.entries(ADDON_IMAGES).filter(([name, i]) => !existsSync(archiveOf(name, i)))
+  if (missing.length) {
+    run('bash', [join(root, 'scripts', 'tools.sh'), 'cluster'], { env: { SUITE_TOOLS: toolsDir() } })
+  }
+  for (const [name, image] of missing) {
+    const started = Date.now()
+    const ref = `localhost/${name}:${image.tag}`
+    const ctr = run('buildah', ['from', '--quiet', base], { env: BUILDAH }).stdout.trim()
+    try {
+      run('buildah', ['run', ctr, '--', 'mkdir', '-p', image.path.slice(0, image.path.lastIndexOf('/')) || '/'], { env: BUILDAH })
+      run('buildah', ['copy', '--chmod', '0755', ctr, join(goBinDir(), image.program), image.path], { env: BUILDAH })
+      run('buildah', ['config', '--user', '65534:65534', '--entrypoint', image.entrypoint ? JSON.stringify([image.path]) : '[]', '--cmd', '[]', ctr], { env: BUILDAH })
+      run('buildah', ['commit', '--quiet', ctr, ref], { env: BUILDAH })
+    } finally {
+      run('buildah', ['rm', ctr], { env: BUILDAH })
+    }
+    const file = archiveOf(name, image)
+    await runAsync('buildah', ['push', '--quiet', ref, `oci-archive:${file}.tmp:${ref}`], { env: BUILDAH })
+    renameSync(`${file}.tmp`, file) // a build cut short leaves no archive that looks whole
+    built.push(`${name} ${((Date.now() - started) / 1000).toFixed(0)} s`)
+  }
+  if (built.length) say(`add-on images built: ${built.join(', ')}`)
+  return Object.entries(ADDON_IMAGES).map(([name, i]) => archiveOf(name, i))
+}
+
+const archiveOf = (name, image) => join(archives(), `${name}-${image.tag}.tar`)
