@@ -75,7 +75,8 @@ install() {
 }
 
 if $lab; then
-  : # the lab serves the Ingress class nginx and the Gateway traefik/traefik with its own Traefik
+  : # the lab serves the Ingress class nginx and the Gateway traefik/traefik with its own Traefik; the
+  : # e2e sets it up as traefik.yaml sets the chart's (k8s/e2e/lab-traefik.js: the retry middleware)
 elif $ingress_nginx; then
   install ingress-nginx ingress-nginx/ingress-nginx 4.15.1 ingress-nginx
 else

@@ -41,6 +41,9 @@ install vegeta github.com/tsenart/vegeta/v12 v12.13.0
 build helm-unittest github.com/helm-unittest/helm-unittest v1.1.2 ./cmd/helm-unittest
 # The trace backend of the tests (services/kit/testing/jaeger.js) and of the cluster (k8s/jaeger).
 build jaeger github.com/jaegertracing/jaeger v1.76.0 ./cmd/jaeger
+# The edge proxy of the lab cluster, at its version: charts/test/retries.test.js runs the chart's retry
+# Middleware on it.
+build traefik github.com/traefik/traefik/v3 v3.6.12 ./cmd/traefik
 if [ "${1:-}" = cluster ]; then
   # Static (no libc): they run in images of their own. The version a program prints comes from its
   # module's own build info.

@@ -55,7 +55,7 @@ test('skaffold\'s add-on releases are the script\'s, at the same versions', () =
   assert.ok(yaml(join(k8s, 'kind', 'metrics-server.yaml')).args.includes('--kubelet-insecure-tls'))
 })
 
-test('Traefik serves both routing paths: the Gateway the HTTPRoute attaches to, and the Ingress class the Ingress names', () => {
+test('Traefik serves both routing paths: the Gateway the HTTPRoute attaches to, and the Ingress class the Ingress names, both retrying a refused connection', () => {
   const traefik = yaml(join(k8s, 'traefik.yaml'))
   assert.equal(traefik.providers.kubernetesGateway.enabled, true)
   assert.equal(traefik.providers.kubernetesIngressNginx.enabled, true)
@@ -65,6 +65,14 @@ test('Traefik serves both routing paths: the Gateway the HTTPRoute attaches to, 
   assert.equal(traefik.providers.kubernetesIngressNginx.ingressClass, suite.ingress.className)
   assert.deepEqual(suite.gateway.parentRefs, [{ name: traefik.gateway.name, namespace: addon('traefik').namespace }])
   assert.deepEqual(traefik.gateway.listeners.web.namespacePolicy, { from: 'All' }, 'routes from the suite\'s namespace are allowed')
+  // The entry point's retry middleware (the Ingress's only retry on Traefik) is the Middleware the
+  // release makes, and retries as the chart's own does.
+  const [ref] = traefik.ports.web.middlewares
+  const middleware = traefik.extraObjects.find((o) => o.kind === 'Middleware' && ref === `${o.metadata.namespace}-${o.metadata.name}@kubernetescrd`)
+  assert.ok(middleware, `${ref}: no such Middleware in extraObjects`)
+  assert.equal(middleware.metadata.namespace, addon('traefik').namespace)
+  assert.deepEqual(middleware.spec.retry, { attempts: suite.retries.attempts, initialInterval: suite.retries.traefik.initialInterval })
+  assert.equal(traefik.providers.kubernetesCRD.enabled, true, 'Traefik reads its Middleware')
   const kindOverlay = yaml(join(k8s, 'kind', 'traefik.yaml'))
   assert.deepEqual([kindOverlay.ports.web.hostPort, kindOverlay.ports.websecure.hostPort], [80, 443])
 })

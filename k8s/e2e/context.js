@@ -17,6 +17,8 @@ export const BUILD = env.E2E_BUILD || (run('sh', ['-c', 'command -v buildah'], {
 export const LOAD = env.E2E_IMAGE_LOAD ?? env.K8S_LAB_LOAD ?? ''
 export const TAG = env.E2E_TAG || `e2e-${run('git', ['-C', root, 'rev-parse', '--short', 'HEAD']).stdout.trim()}`
 export const [gatewayNs, gatewayName] = (env.E2E_GATEWAY || '').split('/')
+/** The hosts the steady load goes through: the Ingress's, and the HTTPRoute's where there is a Gateway. */
+export const LOAD_HOSTS = gatewayName ? [INGRESS_HOST, GATEWAY_HOST] : [INGRESS_HOST]
 export const ADDONS = env.E2E_ADDONS || 'installed'
 // The names the chart gives: a dot is not allowed in a Service name, so it becomes a dash.
 export const fullname = (service) => `${RELEASE.replaceAll('.', '-')}-${service}`

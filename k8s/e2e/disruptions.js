@@ -1,8 +1,8 @@
-// Disruptions under steady load through the Ingress: an image upgrade, a config change and a pod
+// Disruptions under steady load through the Ingress and the HTTPRoute: an image upgrade, a config change and a pod
 // deletion, each with zero failed requests and every acknowledged write counted.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { kjson, kubectl, runAsync, steadyLoad, table } from './lib.js'
-import { INGRESS_URL, NS, RELEASE, SERVICES, TAG, e2e, env, fullname, helmValues } from './context.js'
+import { INGRESS_URL, LOAD_HOSTS, NS, RELEASE, SERVICES, TAG, e2e, env, fullname, helmValues } from './context.js'
 import { flows, flowTotal, loadTargets, seededIds } from './traffic.js'
 
 /** Each phase: [name, requests, failed, failures, p99, action took, what]. */
@@ -10,7 +10,7 @@ export const phases = []
 
 const RATE = Number(env.E2E_RATE || 40)
 export async function underLoad (name, ids, action) {
-  const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids) })
+  const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
   await sleep(3000)
   const started = Date.now()
   const detail = await action()

@@ -75,13 +75,51 @@ export function http (base, { host, method = 'GET', path, json, headers = {}, ti
 /**
  * Open-loop load: `rate` requests per second spread over `targets` (each a function returning the
  * http() options and the statuses it accepts), whatever the answers take, until stop() is called.
- * Every answer outside `expect` and every network error is a failure, counted by kind.
- * stop() resolves to { sent, ok, failures: {kind: n}, p99Ms } once the requests in flight are in.
+ * Every answer outside `expect` and every network error is a failure, counted by kind. A target with
+ * `resend: n` (a write with its Idempotency-Key) is sent again after a failure, as its client would,
+ * up to n times; each failed try counts. inFlight(match) counts the requests under way whose target
+ * `match` accepts. stop() resolves to { sent, ok, failed, failures: {kind: n}, resent, unresolved,
+ * p99Ms } once the requests in flight are in; unresolved: resent writes whose outcome stayed unknown.
  */
 export function steadyLoad (base, { rate, targets }) {
-  const result = { sent: 0, ok: 0, failures: {}, durations: [] }
-  const inFlight = new Set()
-  const fail = (kind) => { result.failures[kind] = (result.failures[kind] ?? 0) + 1 }
+  const result = { sent: 0, ok: 0, failed: 0, failures: {}, resent: 0, unresolved: 0, durations: [] }
+  const inFlight = new Map() // a request on the wire -> its target
+  const pending = new Set() // a request and the resends it may still need
+  const fail = (kind) => {
+    result.failed++
+    result.failures[kind] = (result.failures[kind] ?? 0) + 1
+  }
+  const what = (target) => `${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')}${target.host ? ` via ${target.host}` : ''}`
+  const send = (target, resends) => {
+    const t0 = performance.now()
+    const wire = http(base, target)
+    inFlight.set(wire, target)
+    wire.finally(() => inFlight.delete(wire)).catch(() => {})
+    const p = wire.then((res) => {
+      result.durations.push(performance.now() - t0)
+      if ((target.expect ?? [200]).includes(res.status)) {
+        result.ok++
+        target.onOk?.()
+        return
+      }
+      fail(`${res.status} ${what(target)} (${typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)})`)
+      if (res.status < 500) return // the request's own fault: sending it again changes nothing
+      return again(target, resends)
+    }, (err) => {
+      fail(`${err.code ?? err.message} ${what(target)}`)
+      return again(target, resends)
+    })
+    pending.add(p)
+    p.finally(() => pending.delete(p))
+    return p
+  }
+  const again = async (target, resends) => {
+    if (!target.resend) return
+    if (resends >= target.resend) { result.unresolved++; return }
+    await sleep(250)
+    result.resent++
+    return send(target, resends + 1)
+  }
   let stopped = false
   const started = Date.now()
   const loop = (async () => {
@@ -90,28 +128,20 @@ export function steadyLoad (base, { rate, targets }) {
       const wait = due - Date.now() // read once: a second read can be later, and negative
       if (wait > 0) await sleep(wait)
       if (stopped) break
-      const target = targets[i % targets.length](i)
-      const t0 = performance.now()
       result.sent++
-      const p = http(base, target).then((res) => {
-        result.durations.push(performance.now() - t0)
-        if ((target.expect ?? [200]).includes(res.status)) {
-          result.ok++
-          target.onOk?.()
-        } else fail(`${res.status} ${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')} (${typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)})`)
-      }, (err) => fail(`${err.code ?? err.message} ${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')}`))
-      inFlight.add(p)
-      p.finally(() => inFlight.delete(p))
+      send(targets[i % targets.length](i), 0)
     }
   })()
   return {
+    inFlight: (match) => [...inFlight.values()].filter(match).length,
     async stop () {
       stopped = true
       await loop
-      await Promise.all(inFlight)
+      while (pending.size) await Promise.all(pending) // resends join while it waits
       const sorted = result.durations.sort((a, b) => a - b)
       const p99Ms = sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] : 0
-      return { sent: result.sent, ok: result.ok, failures: result.failures, failed: result.sent - result.ok, p99Ms: Math.round(p99Ms) }
+      const { durations, ...counts } = result
+      return { ...counts, p99Ms: Math.round(p99Ms) }
     }
   }
 }

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { charts, root, shared } from '../../charts/test/lib.js'
 import { builtins, interpolate, queryVariables, targets, variableValues } from '../../loadtests/lib/grafana.js'
 import { addonImages } from './addon-images.js'
+import { labTraefik } from './lab-traefik.js'
 import { http, kjson, kubectl, run, runAsync, steadyLoad, waitFor } from './lib.js'
 import { DATA_NS, INGRESS_HOST, INGRESS_URL, LOAD, NS, SERVICES, e2e, env, fullname } from './context.js'
 
@@ -26,7 +27,7 @@ const prom = {
   }
 }
 
-/** The add-ons, as `k8s/install-addons.sh --lab --with-adapter --charts <archives>` installs them. */
+/** The add-ons, as `k8s/install-addons.sh --lab --with-adapter --charts <archives>` installs them, and the lab's Traefik set up as k8s/traefik.yaml. */
 export async function addons () {
   const archives = await addonImages()
   if (LOAD) {
@@ -34,9 +35,10 @@ export async function addons () {
     await runAsync(cmd, [...args, ...archives])
   }
   const started = Date.now()
+  const traefik = labTraefik()
   await runAsync('bash', [join(root, 'k8s', 'install-addons.sh'), '--lab', '--with-adapter', '--charts', join(shared, 'charts')])
   const pods = kjson(['get', 'pods', '-n', MONITORING]).items.length + kjson(['get', 'pods', '-n', OBSERVABILITY]).items.length
-  return `${archives.length} add-on images loaded; kube-prometheus-stack, prometheus-adapter, Jaeger installed in ${((Date.now() - started) / 1000).toFixed(0)} s (${pods} pods)`
+  return `${archives.length} add-on images loaded; ${traefik}; kube-prometheus-stack, prometheus-adapter, Jaeger installed in ${((Date.now() - started) / 1000).toFixed(0)} s (${pods} pods)`
 }
 
 /** Every service's ServiceMonitor discovered, a target per pod, all up; the request counter equal to what was sent. */
@@ -168,6 +170,9 @@ export async function alertThroughAlertmanager () {
 
 /** A request with a known traceparent through the Ingress: its whole trace in Jaeger, its exemplar in Prometheus. */
 export async function traceAndExemplar () {
+  // A pod leaving (the HPA's scale-down just before) still serves through its drain but is no longer
+  // scraped: the request's exemplar would go with it.
+  await waitFor('no product pod terminating', () => !kjson(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/name=product,app.kubernetes.io/component=server']).items.some((p) => p.metadata.deletionTimestamp), 120, 2000)
   const traceId = randomBytes(16).toString('hex')
   const res = await http(INGRESS_URL, { host: INGRESS_HOST, path: `/products?count=3&page=${500 + Number.parseInt(randomBytes(1).toString('hex'), 16)}`, headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` } })
   if (res.status !== 200) throw new Error(`traced request: ${res.status}`)

@@ -4,7 +4,8 @@
 // into a namespace that enforces Pod Security "restricted", and proves it on a real cluster: helm
 // test, every route through the Ingress and the HTTPRoute, /metrics, the ServiceMonitors scraped,
 // zero failed requests over an image upgrade, a config change and a pod deletion under steady load,
-// the HPA scaling on requests per second, every dashboard query and rule with data, an alert through
+// a container of each service killed (SIGKILL, and the kernel's OOM killer) costing no more than its
+// in-flight requests, the HPA scaling on requests per second, every dashboard query and rule with data, an alert through
 // Alertmanager under a real fault, a trace and its exemplar, TestRuns accepted by the API server, an
 // uninstall that leaves nothing behind and a reinstall that finds its data. Any cluster: see `--help`
 // and k8s/README.md.
@@ -15,6 +16,7 @@ import { images } from './images.js'
 import { bundledDryRun, chart, helmTest, install, namespaces, preflight, reinstall, testRuns, uninstall } from './install.js'
 import { metrics, routesAll } from './traffic.js'
 import { disruptions, phases } from './disruptions.js'
+import { crashes } from './crashes.js'
 import { ADDONS } from './context.js'
 import { addons, alertThroughAlertmanager, monitoringCost, queriesWithData, rpsAutoscaling, scraped, traceAndExemplar } from './monitoring.js'
 import { provisionFor } from '../../scripts/provision.js'
@@ -38,6 +40,10 @@ Installs the suite on the cluster of KUBECONFIG and checks it end to end. Settin
   E2E_VALUES           more values files for this cluster, comma-separated (e.g. k8s/e2e/values-lab.yaml)
   E2E_NAMESPACE        namespace of the release (default: suite-e2e; <namespace>-data holds the datastores)
   E2E_RELEASE          release name (default: suite.e2e, a dotted name on purpose)
+  E2E_CONTAINER_KILL   command that kills a container with SIGKILL on its node, for the crash phases: {id} is the
+                       container's ID (appended when absent), {node} its node (kind: "docker exec {node} ctr -n
+                       k8s.io tasks kill -s SIGKILL"); the lab's default: its containerd's ctr. Unset elsewhere:
+                       no crash phases
   E2E_ADDONS           lab: install the add-ons with k8s/install-addons.sh --lab (images built here, charts from
                        ../shared/k8s/charts); installed (default): they are there already (install-addons.sh)
 Options:
@@ -94,6 +100,7 @@ try {
   await stage('dashboards and rules with data', queriesWithData)
   await stage('an alert through Alertmanager', alertThroughAlertmanager)
   await stage('the monitoring stack\'s cost', monitoringCost)
+  await stage('crashes under load: SIGKILL and OOM', crashes)
   await stage('TestRuns', testRuns)
   await stage('uninstall', uninstall)
   await stage('reinstall', reinstall)

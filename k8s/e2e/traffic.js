@@ -107,14 +107,20 @@ export async function seededIds () {
   }
   return { products, restaurants: await found((id) => `/restaurants/${id}`), menus: await found((id) => `/menu/${id}`) }
 }
-export function loadTargets ({ products, restaurants, menus }) {
+/**
+ * The steady load's targets: a read of each service and a durable flows write, through `hosts` in
+ * turn (the Ingress's, the HTTPRoute's). A write that fails is sent again with its Idempotency-Key,
+ * as its client would: flows answers the first outcome, so the totals count each write once.
+ */
+export function loadTargets ({ products, restaurants, menus }, hosts = [INGRESS_HOST]) {
+  const host = (i) => hosts[Math.floor(i / 5) % hosts.length] // five targets a cycle: every one through every host
   return [
-    (i) => ({ host: INGRESS_HOST, path: `/products/${products[i % products.length]}` }),
-    (i) => ({ host: INGRESS_HOST, path: `/restaurants/${restaurants[i % restaurants.length]}` }),
-    (i) => ({ host: INGRESS_HOST, path: `/menu/${menus[i % menus.length]}` }),
-    () => ({ host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` }),
+    (i) => ({ service: 'product', host: host(i), path: `/products/${products[i % products.length]}` }),
+    (i) => ({ service: 'profile', host: host(i), path: `/restaurants/${restaurants[i % restaurants.length]}` }),
+    (i) => ({ service: 'menu', host: host(i), path: `/menu/${menus[i % menus.length]}` }),
+    (i) => ({ service: 'flows', host: host(i), path: `/flows?hour=${flows.hour}` }),
     // A write per cycle: each acknowledged one must be in the totals at the end.
-    () => ({ host: INGRESS_HOST, method: 'POST', path: '/flows', json: [{ src_app: 'e2e-load', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }], headers: { 'idempotency-key': randomUUID() }, onOk: () => flows.acknowledged++ })
+    (i) => ({ service: 'flows', host: host(i), method: 'POST', path: '/flows', json: [{ src_app: 'e2e-load', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }], headers: { 'idempotency-key': randomUUID() }, resend: 3, onOk: () => flows.acknowledged++ })
   ]
 }
 

@@ -4,6 +4,19 @@ import http from 'k6/http'
 import exec from 'k6/execution'
 import { scenario as scenarioOf, baseUrls, k6Options } from './scenarios.js'
 
+// k6's error_code for a connection refused: nothing of the request was sent (a pod that died, its
+// endpoint not yet removed), so sending it again, to whichever pod answers next, is safe whatever
+// the method. A reset or a timeout is final: the request may have been applied.
+const REFUSED = 1212
+export const CONNECT_ATTEMPTS = 3
+
+/** `send()` (one try), again while its connection is refused: CONNECT_ATTEMPTS tries at most. */
+export function retryRefused (send) {
+  let res = send()
+  for (let tries = 1; res.error_code === REFUSED && tries < CONNECT_ATTEMPTS; tries++) res = send()
+  return res
+}
+
 /** The k6 options of these scenarios, from the environment (scenarios.js: k6Options). */
 export const options = (...services) => k6Options(__ENV, services)
 
@@ -20,9 +33,9 @@ export function iteration (service) {
   const send = (base, r) => {
     const params = { tags: { name: r.name }, headers: { ...r.headers } }
     if (callbacks[r.name]) params.responseCallback = callbacks[r.name]
-    if (r.body === undefined) return http.request(r.method, base + r.path, null, params)
-    params.headers['content-type'] = 'application/json'
-    return http.request(r.method, base + r.path, JSON.stringify(r.body), params)
+    const body = r.body === undefined ? null : JSON.stringify(r.body)
+    if (body !== null) params.headers['content-type'] = 'application/json'
+    return retryRefused(() => http.request(r.method, base + r.path, body, params))
   }
   return () => {
     const base = urls[exec.scenario.iterationInTest % urls.length]

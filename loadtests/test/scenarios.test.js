@@ -94,6 +94,27 @@ test('the profile\'s read-modify-write sends the ETag its read returned, with If
   assert.equal(globalThis.k6stub.requests.length, 10, 'a read that found nothing writes nothing')
 })
 
+test('a refused connection is sent again, any method, at most 3 tries; a reset or a timeout never is', async () => {
+  // The flows script POSTs: a refused try was never sent, so the same POST goes again.
+  const refusedTwice = (r) => (globalThis.k6stub.requests.filter((q) => q.url === r.url).length < 2 ? { status: 0, error_code: 1212, headers: {} } : { status: 200, headers: {} })
+  const flows = await load('flows', { POST_SHARE: '1' }, refusedTwice)
+  flows.default()
+  const sent = globalThis.k6stub.requests
+  assert.equal(sent.length, 3)
+  assert.equal(sent[0].method, 'POST')
+  assert.ok(sent.every((q) => q.method === sent[0].method && q.url === sent[0].url && q.body === sent[0].body), 'the same request each time')
+
+  const refused = await load('product', {}, () => ({ status: 0, error_code: 1212, headers: {} }))
+  assert.equal(refused.default().error_code, 1212, 'after the last try, its answer is the iteration\'s')
+  assert.equal(globalThis.k6stub.requests.length, 3, 'bounded: 3 tries')
+
+  for (const [code, what] of [[1220, 'reset by peer'], [1211, 'dial timeout'], [1050, 'request timeout']]) {
+    const mod = await load('flows', { POST_SHARE: '1' }, () => ({ status: 0, error_code: code, headers: {} }))
+    mod.default()
+    assert.equal(globalThis.k6stub.requests.length, 1, `${what}: the POST may have been applied; it is not sent again`)
+  }
+})
+
 test('every scenario draws only its declared routes, each classified back to its name, in the mix\'s proportions', () => {
   const base = 'http://127.0.0.1:1'
   for (const name of SCENARIO_NAMES) {

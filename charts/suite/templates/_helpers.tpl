@@ -74,3 +74,8 @@ Both bundled and external, or neither, is a mistake: say so before anything is i
 {{- fail (printf "%s needs the %s API, which this cluster does not serve: %s" .what .api .hint) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* "true" when the HTTPRoute gets Traefik's retry middleware: retries on, the route made, Traefik's API there. */}}
+{{- define "suite.traefikRetry" -}}
+{{- if and .Values.retries.enabled .Values.gateway.enabled (.Capabilities.APIVersions.Has "traefik.io/v1alpha1/Middleware") -}}true{{- end -}}
+{{- end -}}

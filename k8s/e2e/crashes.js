@@ -1,0 +1,131 @@
+// Crashes under steady load through the Ingress and the HTTPRoute at once: a container of each service
+// killed with SIGKILL by its node's container runtime (what a crash does: no SIGTERM, no drain), and one
+// of each pushed over its memory limit until the kernel's OOM killer ends it. A crash may cost the
+// requests that were inside that pod, nothing more: the edge sends a request whose connection is
+// refused to the other pod (charts/README.md, Retries), and every acknowledged write is counted.
+import { spawn } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { kjson, kubectl, runAsync, steadyLoad, waitFor } from './lib.js'
+import { ADDONS, INGRESS_URL, LOAD_HOSTS, NS, SERVICES, e2e, env, fullname } from './context.js'
+import { phases } from './disruptions.js'
+import { flowTotal, flows, loadTargets, seededIds } from './traffic.js'
+
+// The command that kills a container on its node with SIGKILL: {id} is the container's ID (appended
+// when absent), {node} its node's name. The lab's containerd is on this machine.
+const KILL = env.E2E_CONTAINER_KILL ?? (ADDONS === 'lab' ? `ctr --address ${env.K8S_LAB_STATE || '/tmp/k8s-lab'}/run/containerd/containerd.sock -n k8s.io tasks kill -s SIGKILL {id}` : '')
+const RATE = Number(env.E2E_RATE || 40)
+
+// Children of 32 MiB each, one every 150 ms, inside the victim's container: each stays smaller than
+// the service's own process, whose OOM score is raised first, so the kernel ends the service as it
+// would if the service itself had grown (a child the size of the limit would be the one killed).
+// Bounded: 40 children, 10 s.
+const HOG = `echo 1000 > /proc/1/oom_score_adj && exec node -e "
+const { spawn } = require('node:child_process'); let n = 0
+setInterval(() => { if (++n > 40) process.exit(3); spawn(process.execPath, ['-e', 'globalThis.b = Buffer.alloc(32 << 20, 1); setInterval(() => {}, 1e9)'], { stdio: 'ignore' }) }, 150)
+setTimeout(() => process.exit(4), 10000)"`
+
+const serving = (service) => kjson(['get', 'pods', '-n', NS, '-l', `app.kubernetes.io/name=${service},app.kubernetes.io/component=server`]).items
+  .filter((p) => !p.metadata.deletionTimestamp && p.status.containerStatuses?.[0]?.ready)
+
+/** The victim's endpoint in its Service, watched: when (Date.now()) it stopped being ready, and when it was again. */
+function watchEndpoint (service, ip) {
+  const times = {}
+  const child = spawn('kubectl', ['get', 'endpointslices', '-n', NS, '-l', `kubernetes.io/service-name=${fullname(service)}`, '--watch', '-o', 'json'], { stdio: ['ignore', 'pipe', 'ignore'] })
+  let text = ''
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (chunk) => {
+    text += chunk
+    // One indented JSON object per event, its closing brace alone on a line.
+    for (let end = text.indexOf('\n}\n'); end !== -1; end = text.indexOf('\n}\n')) {
+      const slice = JSON.parse(text.slice(0, end + 2))
+      text = text.slice(end + 3)
+      const ready = slice.endpoints?.find((e) => e.addresses.includes(ip))?.conditions.ready
+      if (ready === false && times.out === undefined) times.out = Date.now()
+      if (ready === true && times.out !== undefined && times.back === undefined) times.back = Date.now()
+    }
+  })
+  return { times, stop: () => child.kill() }
+}
+
+async function kill (pod) {
+  const id = pod.status.containerStatuses[0].containerID.replace(/^[a-z]+:\/\//, '')
+  const words = KILL.replaceAll('{node}', pod.spec.nodeName).split(/\s+/)
+  if (!KILL.includes('{id}')) words.push(id)
+  await runAsync(words[0], words.slice(1).map((w) => w.replaceAll('{id}', id)))
+}
+
+async function oom (pod) {
+  // The exec ends with the container (exit 137) or, if the limit were never reached, with the hog's own exit.
+  await runAsync('kubectl', ['exec', '-n', NS, pod.metadata.name, '-c', pod.spec.containers[0].name, '--', 'sh', '-c', HOG]).catch(() => {})
+}
+
+/** One crash of `service` under load; returns the phase's figures and any problem found. */
+async function crash (service, fault, ids) {
+  const pods = serving(service)
+  if (pods.length < 2) throw new Error(`${service}: ${pods.length} serving pod(s); a crash needs another pod to fail over to`)
+  const victim = fault === 'SIGKILL' ? pods[0] : pods[1]
+  const restarts = victim.status.containerStatuses[0].restartCount
+  const endpoint = watchEndpoint(service, victim.status.podIP)
+  const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
+  await sleep(3000)
+  const start = Date.now()
+  // The most requests to this service on the wire at once, from just before the crash until it
+  // struck: at least as many as were inside the victim when it died.
+  const mine = (t) => t.service === service
+  let inFlight = load.inFlight(mine)
+  const sample = setInterval(() => { inFlight = Math.max(inFlight, load.inFlight(mine)) }, 2)
+  try {
+    await (fault === 'SIGKILL' ? kill(victim) : oom(victim))
+  } finally {
+    clearInterval(sample)
+  }
+  const struck = ((Date.now() - start) / 1000).toFixed(1)
+  let last
+  try {
+    await waitFor(`${service}: ${victim.metadata.name} restarted and ready`, async () => {
+      // Not kjson: a blocking call would hold the load (and the watch's clock) back meanwhile.
+      last = JSON.parse(await runAsync('kubectl', ['get', 'pod', '-n', NS, victim.metadata.name, '-o', 'json'])).status.containerStatuses[0]
+      return last.restartCount > restarts && last.ready && endpoint.times.back !== undefined
+    }, 120, 500)
+  } finally {
+    endpoint.stop()
+  }
+  await sleep(3000) // the tail: anything the crash still costs
+  const r = await load.stop()
+  const reason = last.lastState.terminated?.reason
+  const seconds = (at) => (at === undefined ? '?' : `${((at - start) / 1000).toFixed(1)} s`)
+  phases.push([`${fault}: ${service}`, r.sent, r.failed, Object.entries(r.failures).map(([k, v]) => `${k}: ${v}`).join(', ') || '-', `${r.p99Ms} ms`, `${struck} s`,
+    `${inFlight} in flight to ${service} at the crash; endpoint not ready after ${seconds(endpoint.times.out)}, ready again after ${seconds(endpoint.times.back)}; ${reason}${r.resent ? `; ${r.resent} writes resent with their key` : ''}`])
+  const problems = []
+  if (r.failed > inFlight) problems.push(`${fault} of ${service}: ${r.failed} failed requests, more than the ${inFlight} in flight at the crash`)
+  if (fault === 'OOM' && reason !== 'OOMKilled') problems.push(`${service}: the container ended ${reason}, not OOMKilled`)
+  if (r.unresolved) problems.push(`${fault} of ${service}: ${r.unresolved} writes still failing after their resends`)
+  return problems
+}
+
+export async function crashes () {
+  if (!KILL) {
+    e2e.notes.push('crashes: no E2E_CONTAINER_KILL for this cluster, so no container was killed (k8s/README.md)')
+    return 'skipped: E2E_CONTAINER_KILL unset'
+  }
+  // Every service at two pods for the length of the stage (product scales from one).
+  const hpa = fullname('product')
+  kubectl(['patch', 'hpa', '-n', NS, hpa, '--type', 'merge', '-p', '{"spec":{"minReplicas":2}}'])
+  try {
+    await waitFor('two serving pods of each service', () => SERVICES.every((s) => serving(s).length >= 2), 180, 2000)
+    const before = await flowTotal()
+    const acknowledged = flows.acknowledged
+    const ids = await seededIds()
+    const first = phases.length
+    for (const fault of ['SIGKILL', 'OOM']) {
+      for (const s of SERVICES) e2e.problems.push(...await crash(s, fault, ids))
+    }
+    const after = await flowTotal()
+    const acked = flows.acknowledged - acknowledged
+    if (after - before !== acked) e2e.problems.push(`crashes: ${acked} flows writes acknowledged, the totals grew by ${after - before}`)
+    const ours = phases.slice(first)
+    return `${ours.length} crashes: ${ours.reduce((n, p) => n + p[1], 0)} requests, ${ours.reduce((n, p) => n + p[2], 0)} failed; ${acked} flows writes acknowledged, all in the totals`
+  } finally {
+    kubectl(['patch', 'hpa', '-n', NS, hpa, '--type', 'merge', '-p', '{"spec":{"minReplicas":1}}'], { ok: true })
+  }
+}
