@@ -14,7 +14,10 @@
 #                                                         Grafana's Jaeger data source
 #   4. metrics-server          (namespace kube-system)    CPU metrics for the HPAs
 #   5. prometheus-adapter      (namespace monitoring)     optional (--with-adapter): the RPS metric
-# Usage: k8s/install-addons.sh [--kind | --lab] [--with-adapter] [--ingress-nginx] [--loadtest] [--charts DIR]
+#   6. registry                (namespace registry)       optional (--registry): an OCI registry on
+#                                                         NodePort 30500 for the skaffold dev loop and
+#                                                         the charts (k8s/registry.yaml)
+# Usage: k8s/install-addons.sh [--kind | --lab] [--with-adapter] [--registry] [--ingress-nginx] [--loadtest] [--charts DIR]
 #   --kind           the kind cluster of k8s/kind.yaml (ingress on ports 80/443, kubelet TLS)
 #   --lab            the single-node lab cluster of ../shared/k8s/lab: it brings Traefik and
 #                    metrics-server itself, and pulls no image: k8s/lab/<release>.yaml names the ones
@@ -25,6 +28,7 @@
 #                    otherwise: unauthenticated, it would let any pod that reaches it steer the HPAs);
 #                    run the script again without it afterwards to turn the receiver off
 #   --with-adapter   also prometheus-adapter, for autoscaling.requestsPerSecond
+#   --registry       also the development registry (pushes to and pulls from localhost:30500)
 #   --ingress-nginx  the retired ingress-nginx instead of Traefik (no Gateway API then; set each
 #                    service's networkPolicy.ingressController to namespace ingress-nginx,
 #                    label app.kubernetes.io/name=ingress-nginx)
@@ -35,16 +39,17 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-kind=false lab=false adapter=false ingress_nginx=false loadtest=false charts=
+kind=false lab=false adapter=false registry=false ingress_nginx=false loadtest=false charts=
 while [ $# -gt 0 ]; do
   case "$1" in
     --kind) kind=true ;;
     --lab) lab=true ;;
     --loadtest) loadtest=true ;;
     --with-adapter) adapter=true ;;
+    --registry) registry=true ;;
     --ingress-nginx) ingress_nginx=true ;;
     --charts) charts=$(cd "$2" && pwd); shift ;;
-    *) sed -n '2,32p' "$here/install-addons.sh" >&2; exit 2 ;;
+    *) sed -n '2,37p' "$here/install-addons.sh" >&2; exit 2 ;;
   esac
   shift
 done
@@ -105,5 +110,16 @@ if ! $lab; then
 fi
 if $adapter; then
   install prometheus-adapter prometheus-community/prometheus-adapter 5.3.0 monitoring
+fi
+if $registry; then
+  echo "add-ons: registry (crane v0.22.1)" >&2
+  kubectl create namespace registry --dry-run=client -o yaml | kubectl apply -f -
+  kubectl label namespace registry pod-security.kubernetes.io/enforce=restricted --overwrite
+  if $lab; then
+    sed 's#gcr.io/go-containerregistry/crane:#localhost/crane:#' registry.yaml | kubectl apply -n registry -f -
+  else
+    kubectl apply -n registry -f registry.yaml
+  fi
+  kubectl rollout status -n registry deploy/registry --timeout=3m
 fi
 echo "add-ons: done" >&2

@@ -25,7 +25,7 @@ export const FILES = {
   'charts/suite/values.schema.json': list.suiteSchema,
   'charts/suite/values-dev.yaml': list.devValues,
   'charts/suite/values-production.yaml': list.aliasValues('service'),
-  'k8s/e2e/values-lab.yaml': list.aliasValues('lab'),
+  'k8s/lab/suite.yaml': list.aliasValues('lab'),
   'charts/service/values.schema.json': (text) => chartConfigSchema(list.serviceSchema(text)),
   'charts/loadtest/values.yaml': list.loadtestValues,
   'charts/loadtest/values.schema.json': list.loadtestSchema,

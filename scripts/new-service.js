@@ -51,11 +51,12 @@ await runCli(service, {})
 `,
 
   [`services/${name}/src/service.js`]: `// The ${name} service, as the kit runs it: name, migrations and routes.
+import manifest from '../package.json' with { type: 'json' }
 import routes from './routes.js'
 
 export default {
   name: '${name}',
-  version: '0.1.0',
+  version: manifest.version,
   description: 'The ${name} service.',
   url: import.meta.url, // each worker thread imports this module again from here
   migrations: new URL('../migrations/', import.meta.url),

@@ -3,7 +3,7 @@
 # Run through `node scripts/provision.js` (npm test does), which sets SUITE_TOOLS and finds Go.
 # Prints the directory to put on PATH.
 #   bash scripts/tools.sh cluster   also the cluster add-ons' programs, static, for the images the
-#                                   lab cluster cannot pull (k8s/e2e/addon-images.js)
+#                                   lab cluster cannot pull (k8s/e2e/addon-images.js), and skaffold
 set -euo pipefail
 TOOLS="${SUITE_TOOLS:?run it through node scripts/provision.js, which sets SUITE_TOOLS}"
 BIN="$TOOLS/go-bin"
@@ -61,5 +61,16 @@ if [ "${1:-}" = cluster ]; then
   # discovery alone, the only one the operator configures here.
   build prometheus github.com/prometheus/prometheus v0.314.0 ./cmd/prometheus remove_all_sd,enable_kubernetes_sd
   build alertmanager github.com/prometheus/alertmanager v0.34.0 ./cmd/alertmanager "" "mkdir -p ui/app/dist && echo 'The web UI is not built here: use the API.' > ui/app/dist/index.html"
+  # The dev loop: skaffold, and crane (its `registry serve` is the cluster's development registry,
+  # k8s/registry.yaml).
+  build skaffold github.com/GoogleContainerTools/skaffold/v2 v2.16.1 ./cmd/skaffold
+  # skaffold 2.16 runs helm 3 (its post-renderer is a program; helm 4 made post-renderers plugins):
+  # kept apart, go-bin/helm3/helm, first on PATH for skaffold only.
+  if [ ! -x "$BIN/helm3/helm.v3.22.0" ]; then
+    echo "tools: go install helm.sh/helm/v3/cmd/helm@v3.22.0 (for skaffold)" >&2
+    GOBIN="$BIN/helm3" go install helm.sh/helm/v3/cmd/helm@v3.22.0 >&2
+    cp "$BIN/helm3/helm" "$BIN/helm3/helm.v3.22.0"
+  fi
+  install crane github.com/google/go-containerregistry/cmd/crane v0.22.1
 fi
 echo "$BIN"

@@ -177,10 +177,10 @@ test('the add-on values render against the pinned chart archives, with and witho
   assert.ok(rendered.length >= 6, rendered.join('; '))
 })
 
-test('kind: ports 80 and 443 reach the ingress controller\'s node; node images pinned', () => {
+test('kind: ports 80 and 443 reach the ingress controller\'s node, 30500 the registry\'s NodePort; node images pinned', () => {
   const kind = yaml(join(k8s, 'kind.yaml'))
   const ingressNode = kind.nodes.find((n) => n.extraPortMappings)
-  assert.deepEqual(ingressNode.extraPortMappings.map((m) => [m.containerPort, m.hostPort]), [[80, 80], [443, 443]])
+  assert.deepEqual(ingressNode.extraPortMappings.map((m) => [m.containerPort, m.hostPort]), [[80, 80], [443, 443], [30500, 30500]])
   const overlay = yaml(join(k8s, 'kind', 'ingress-nginx.yaml'))
   assert.ok(selects(overlay.controller.nodeSelector, ingressNode.labels), 'the controller lands on the mapped node')
   assert.equal(overlay.controller.hostPort.enabled, true)

@@ -92,11 +92,15 @@ test('skaffold.yaml is valid against skaffold\'s schema, with each profile appli
   const version = config.apiVersion.replace('skaffold/', '')
   const validate = new Ajv({ strict: false, allErrors: true, validateFormats: false }).compile(skaffoldSchema()(version))
   assert.ok(validate(config), JSON.stringify(validate.errors, null, 2))
-  assert.deepEqual(config.profiles.map((p) => p.name), ['dev', 'monitoring', 'monitoring-kind', 'loadtest', 'loadtest-kind', 'kind'])
+  assert.deepEqual(config.profiles.map((p) => p.name), ['dev', 'monitoring', 'monitoring-kind', 'loadtest', 'loadtest-kind', 'kind', 'lab'])
   for (const profile of config.profiles) {
-    const patched = applyPatches(config, profile.patches ?? [])
+    const patched = applyPatches({ ...config, build: profile.build ?? config.build }, profile.patches ?? [])
     delete patched.profiles
     assert.ok(validate(patched), `profile ${profile.name}: ${JSON.stringify(validate.errors, null, 2)}`)
+    for (const hook of Object.values(patched.deploy.helm.hooks ?? {}).flat()) {
+      const [program, file] = hook.host.command
+      if (program === 'node') assert.ok(existsSync(join(root, file)), `profile ${profile.name}: hook ${file}`)
+    }
     for (const release of patched.deploy.helm.releases) {
       for (const f of release.valuesFiles ?? []) assert.ok(existsSync(join(root, f)), `profile ${profile.name}: ${f}`)
       for (const dep of release.dependsOn ?? []) assert.ok(patched.deploy.helm.releases.some((r) => r.name === dep), `profile ${profile.name}: dependsOn ${dep}`)
@@ -115,5 +119,46 @@ test('skaffold builds every service from the one Dockerfile and deploys them thr
   for (const s of SERVICES) {
     assert.equal(suite.setValueTemplates[`${s}.image.repository`], `{{.IMAGE_REPO_suite_${s}}}`)
     assert.equal(suite.setValueTemplates[`${s}.image.tag`], `{{.IMAGE_TAG_suite_${s}}}`)
+    assert.equal(suite.setValueTemplates[`${s}.image.digest`], `{{.IMAGE_DIGEST_suite_${s}}}`)
   }
+})
+
+test('skaffold dev: a saved .js of a service or the kit lands where the dev-loop pods run it from; anything else rebuilds', () => {
+  const config = parse(readFileSync(join(root, 'skaffold.yaml'), 'utf8'))[0]
+  const lab = config.profiles.find((p) => p.name === 'lab')
+  for (const artifacts of [config.build.artifacts, lab.build.artifacts]) {
+    for (const [i, s] of SERVICES.entries()) {
+      // skaffold copies a matched file to dest + its path from the context: /app/services/<s>/src/…,
+      // the folder charts/service's devLoop puts under node --watch-path.
+      assert.deepEqual(artifacts[i].sync.manual, [{ src: `services/${s}/src/**/*.js`, dest: '/app' }, { src: 'services/kit/src/**/*.js', dest: '/app' }])
+      // …and then rewrites the file the service watches, in place.
+      assert.match(artifacts[i].sync.hooks.after[0].container.command.join(' '), /^node -e .*writeFileSync\('\/app\/services\/\.restart'/)
+    }
+  }
+  const deployment = run('helm', ['template', 'x', join(root, 'charts', 'service'), '--set', 'devLoop.enabled=true', '--show-only', 'templates/deployment.yaml']).stdout
+  const pod = parse(deployment)[0].spec.template.spec
+  assert.deepEqual(pod.containers[0].command, ['node', '--watch-path=/app/services/.restart', '/app/cli.js'])
+  assert.match(pod.initContainers.find((c) => c.name === 'code').command.join(' '), /cpSync\('\/app\/services', '\/code'.*writeFileSync\('\/code\/\.restart'/)
+  // The lab profile's builder: buildah on the same Dockerfile, rebuilt on what the image is made of.
+  for (const [i, s] of SERVICES.entries()) {
+    const { custom } = lab.build.artifacts[i]
+    assert.equal(lab.build.artifacts[i].image, `suite-${s}`)
+    assert.match(custom.buildCommand, /^bash scripts\/buildah-build\.sh /)
+    for (const p of ['package.json', 'package-lock.json', 'services/Dockerfile', 'services/kit/**', `services/${s}/**`]) assert.ok(custom.dependencies.paths.includes(p), `${s}: rebuilt on ${p}`)
+  }
+  assert.equal(lab.build.local.push, true)
+})
+
+test('README.md\'s lab recipe runs the lab profile against the registry k8s/registry.yaml publishes', async () => {
+  process.env.E2E_DEV_REGISTRY ??= 'localhost:30500'
+  const { readmeRecipe } = await import('../../k8s/e2e/devloop.js')
+  const recipe = readmeRecipe()
+  const service = parse(readFileSync(join(root, 'k8s', 'registry.yaml'), 'utf8')).find((o) => o.kind === 'Service')
+  const registry = ['--default-repo', `localhost:${service.spec.ports[0].nodePort}`]
+  // skaffold run takes the dev profile by name (its seed, the routes' data); skaffold dev by itself.
+  assert.deepEqual(recipe.run, ['-p', 'dev,lab', ...registry])
+  for (const command of ['dev', 'delete']) assert.deepEqual(recipe[command], ['-p', 'lab', ...registry], command)
+  const kind = parse(readFileSync(join(root, 'k8s', 'kind.yaml'), 'utf8'))[0]
+  assert.ok(kind.nodes[0].extraPortMappings.some((m) => m.containerPort === service.spec.ports[0].nodePort && m.hostPort === m.containerPort), 'kind maps the registry\'s NodePort to this machine')
+  assert.throws(() => readmeRecipe('## Dev loop\n\nOn the lab cluster\n\n```sh\nskaffold dev -p lab\n```\n'), /no "skaffold run" line/)
 })

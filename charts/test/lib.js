@@ -5,7 +5,7 @@
 // for real; what the copy lacks is the Bitnami charts' own objects, which kubeconform cannot check
 // offline anyway. bitnami.test.js renders the real thing once `helm dependency build` has fetched them.
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -70,18 +70,13 @@ export function umbrella (from = charts) {
   return dir
 }
 
-let fullDir
 /**
- * A copy of charts/suite with every dependency in its charts/ folder, as `helm dependency build`
- * leaves it: the local charts packaged, the Bitnami archives from `shared` (../shared/k8s/charts, the
- * exact versions Chart.yaml pins). Renders the umbrella as a user installs it, Bitnami's objects too.
+ * Fills `dir`/charts (a copy of charts/suite) with every dependency, as `helm dependency build` leaves
+ * it, without the internet: the local charts packaged, the Bitnami archives from `shared`
+ * (../shared/k8s/charts, the exact versions Chart.yaml pins). Returns the archives' names.
  */
-export function umbrellaWithDependencies () {
-  if (fullDir) return fullDir
-  const tmp = mkdtempSync(join(tmpdir(), 'suite-charts-full-'))
-  process.on('exit', () => rmSync(tmp, { recursive: true, force: true }))
-  const dir = join(tmp, 'suite')
-  cpSync(join(charts, 'suite'), dir, { recursive: true, filter: (src) => src !== join(charts, 'suite', 'charts') })
+export function fillDependencies (dir) {
+  mkdirSync(join(dir, 'charts'), { recursive: true })
   for (const local of ['service', 'loadtest']) {
     const r = run('helm', ['package', join(charts, local), '-d', join(dir, 'charts')])
     if (r.code !== 0) throw new Error(`helm package charts/${local}: ${r.stderr}`)
@@ -92,6 +87,18 @@ export function umbrellaWithDependencies () {
     if (!existsSync(archive)) throw new Error(`${archive} missing: the offline archive of ${dep.name} ${dep.version} (../shared/k8s/charts)`)
     cpSync(archive, join(dir, 'charts', `${dep.name}-${dep.version}.tgz`))
   }
+  return readdirSync(join(dir, 'charts')).filter((f) => f.endsWith('.tgz'))
+}
+
+let fullDir
+/** A copy of charts/suite with every dependency in its charts/ folder (fillDependencies): renders the umbrella as a user installs it, Bitnami's objects too. */
+export function umbrellaWithDependencies () {
+  if (fullDir) return fullDir
+  const tmp = mkdtempSync(join(tmpdir(), 'suite-charts-full-'))
+  process.on('exit', () => rmSync(tmp, { recursive: true, force: true }))
+  const dir = join(tmp, 'suite')
+  cpSync(join(charts, 'suite'), dir, { recursive: true, filter: (src) => src !== join(charts, 'suite', 'charts') })
+  fillDependencies(dir)
   fullDir = dir
   return dir
 }

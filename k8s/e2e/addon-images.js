@@ -17,7 +17,8 @@ export const ADDON_IMAGES = {
   'prometheus-adapter': { tag: 'v0.12.0', program: 'prometheus-adapter', path: '/adapter', entrypoint: false },
   jaeger: { tag: '2.13.0', program: 'jaeger', path: '/cmd/jaeger/jaeger-linux', entrypoint: true },
   prometheus: { tag: 'v3.14.0', program: 'prometheus', path: '/bin/prometheus', entrypoint: true },
-  alertmanager: { tag: 'v0.34.0', program: 'alertmanager', path: '/bin/alertmanager', entrypoint: true }
+  alertmanager: { tag: 'v0.34.0', program: 'alertmanager', path: '/bin/alertmanager', entrypoint: true },
+  crane: { tag: 'v0.22.1', program: 'crane', path: '/ko-app/crane', entrypoint: true }
 }
 
 const BUILDAH = { STORAGE_DRIVER: 'vfs', BUILDAH_ISOLATION: 'chroot' }
@@ -32,9 +33,8 @@ export async function addonImages ({ base = 'localhost/debian:bookworm', say = (
   mkdirSync(archives(), { recursive: true })
   const built = []
   const missing = Object.entries(ADDON_IMAGES).filter(([name, i]) => !existsSync(archiveOf(name, i)))
-  if (missing.length) {
-    run('bash', [join(root, 'scripts', 'tools.sh'), 'cluster'], { env: { SUITE_TOOLS: toolsDir() } })
-  }
+  // Also the e2e's own tools (skaffold, crane): each built once, a no-op afterwards.
+  run('bash', [join(root, 'scripts', 'tools.sh'), 'cluster'], { env: { SUITE_TOOLS: toolsDir() } })
   for (const [name, image] of missing) {
     const started = Date.now()
     const ref = `localhost/${name}:${image.tag}`

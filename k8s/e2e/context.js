@@ -20,6 +20,8 @@ export const [gatewayNs, gatewayName] = (env.E2E_GATEWAY || '').split('/')
 /** The hosts the steady load goes through: the Ingress's, and the HTTPRoute's where there is a Gateway. */
 export const LOAD_HOSTS = gatewayName ? [INGRESS_HOST, GATEWAY_HOST] : [INGRESS_HOST]
 export const ADDONS = env.E2E_ADDONS || 'installed'
+// The registry this machine pushes to and the nodes pull from (k8s/registry.yaml on the lab).
+export const DEV_REGISTRY = env.E2E_DEV_REGISTRY ?? (ADDONS === 'lab' ? 'localhost:30500' : '')
 // The names the chart gives: a dot is not allowed in a Service name, so it becomes a dash.
 export const fullname = (service) => `${RELEASE.replaceAll('.', '-')}-${service}`
 export const image = (service, tag = TAG) => `${REGISTRY}/suite-${service}:${tag}`

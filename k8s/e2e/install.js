@@ -109,7 +109,7 @@ export function testRuns () {
 export async function uninstall () {
   await runAsync('helm', ['uninstall', RELEASE, '-n', NS, '--wait', '--timeout', '5m'])
   const kinds = 'pods,jobs,deployments,replicasets,services,configmaps,secrets,serviceaccounts,persistentvolumeclaims,horizontalpodautoscalers,poddisruptionbudgets,networkpolicies,ingresses'
-  const extra = ['servicemonitors.monitoring.coreos.com', 'prometheusrules.monitoring.coreos.com', 'httproutes.gateway.networking.k8s.io', 'testruns.k6.io'].filter((k) => kubectl(['get', k, '-n', NS], { ok: true }).code === 0)
+  const extra = ['servicemonitors.monitoring.coreos.com', 'prometheusrules.monitoring.coreos.com', 'httproutes.gateway.networking.k8s.io', 'middlewares.traefik.io', 'testruns.k6.io'].filter((k) => kubectl(['get', k, '-n', NS], { ok: true }).code === 0)
   const left = await waitFor('nothing of the release left', () => {
     const items = kjson(['get', [kinds, ...extra].join(','), '-n', NS]).items
       .filter((o) => o.metadata.name !== 'suite-datastores' && !(o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') && !(o.kind === 'ServiceAccount' && o.metadata.name === 'default'))
@@ -119,11 +119,12 @@ export async function uninstall () {
 }
 /** Installed again on the same database (its Secret kept by its owner): the data is there. */
 export async function reinstall () {
-  await runAsync('helm', ['install', RELEASE, e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m', ...helmValues()])
+  // From the registry when the charts were pushed there (devloop.js: ociCharts), as users install.
+  await runAsync('helm', ['install', RELEASE, ...(e2e.chartRef ?? [e2e.chartDir]), '-n', NS, '--wait', '--timeout', '10m', ...helmValues()])
   await waitFor('flows answers', async () => (await http(INGRESS_URL, { host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` })).status === 200, 120)
   const kept = await flowTotal()
   if (kept !== flows.acknowledged) throw new Error(`after reinstall: ${kept} flows in the totals, ${flows.acknowledged} acknowledged before`)
   const waited = await served(INGRESS_HOST)
   await routes(INGRESS_HOST)
-  return `routed ${waited.toFixed(1)} s after helm --wait; installed again on the same database: the ${kept} acknowledged writes are there, every route answers`
+  return `${e2e.chartRef ? `from ${e2e.chartRef[0]}: ` : ''}routed ${waited.toFixed(1)} s after helm --wait; installed again on the same database: the ${kept} acknowledged writes are there, every route answers`
 }

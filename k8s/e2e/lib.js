@@ -5,17 +5,17 @@ import { Agent, request } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /** Runs a program to the end; throws with its output on a non-zero exit (unless `ok: true`). */
-export function run (cmd, args, { input, ok = false, env } = {}) {
-  const r = spawnSync(cmd, args, { input, encoding: 'utf8', maxBuffer: 256 << 20, env: env && { ...process.env, ...env } })
+export function run (cmd, args, { input, ok = false, env, cwd } = {}) {
+  const r = spawnSync(cmd, args, { input, cwd, encoding: 'utf8', maxBuffer: 256 << 20, env: env && { ...process.env, ...env } })
   if (r.error) throw new Error(`${cmd}: ${r.error.code === 'ENOENT' ? 'not found on PATH' : r.error.message}`)
   if (r.status !== 0 && !ok) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}:\n${r.stderr || r.stdout}`)
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
 /** The same, without blocking the event loop (load keeps flowing meanwhile). */
-export function runAsync (cmd, args, { env } = {}) {
+export function runAsync (cmd, args, { env, cwd } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env && { ...process.env, ...env } })
+    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: env && { ...process.env, ...env } })
     let out = ''
     child.stdout.on('data', (d) => { out += d })
     child.stderr.on('data', (d) => { out += d })

@@ -36,7 +36,7 @@ export async function addons () {
   }
   const started = Date.now()
   const traefik = labTraefik()
-  await runAsync('bash', [join(root, 'k8s', 'install-addons.sh'), '--lab', '--with-adapter', '--charts', join(shared, 'charts')])
+  await runAsync('bash', [join(root, 'k8s', 'install-addons.sh'), '--lab', '--with-adapter', '--registry', '--charts', join(shared, 'charts')])
   const pods = kjson(['get', 'pods', '-n', MONITORING]).items.length + kjson(['get', 'pods', '-n', OBSERVABILITY]).items.length
   return `${archives.length} add-on images loaded; ${traefik}; kube-prometheus-stack, prometheus-adapter, Jaeger installed in ${((Date.now() - started) / 1000).toFixed(0)} s (${pods} pods)`
 }

@@ -7,7 +7,8 @@
 // a container of each service killed (SIGKILL, and the kernel's OOM killer) costing no more than its
 // in-flight requests, the HPA scaling on requests per second, every dashboard query and rule with data, an alert through
 // Alertmanager under a real fault, a trace and its exemplar, TestRuns accepted by the API server, an
-// uninstall that leaves nothing behind and a reinstall that finds its data. Any cluster: see `--help`
+// uninstall that leaves nothing behind and a reinstall from the OCI registry that finds its data, and
+// skaffold's run, dev loop (a synced and a rebuilt edit, timed) and delete. Any cluster: see `--help`
 // and k8s/README.md.
 import { parseArgs } from 'node:util'
 import { kubectl, run, table } from './lib.js'
@@ -17,6 +18,7 @@ import { bundledDryRun, chart, helmTest, install, namespaces, preflight, reinsta
 import { metrics, routesAll } from './traffic.js'
 import { disruptions, phases } from './disruptions.js'
 import { crashes } from './crashes.js'
+import { devLoop, ociCharts } from './devloop.js'
 import { ADDONS } from './context.js'
 import { addons, alertThroughAlertmanager, monitoringCost, queriesWithData, rpsAutoscaling, scraped, traceAndExemplar } from './monitoring.js'
 import { provisionFor } from '../../scripts/provision.js'
@@ -37,13 +39,17 @@ Installs the suite on the cluster of KUBECONFIG and checks it end to end. Settin
   E2E_REDIS_IMAGE      Redis image of the external datastores (default: redis:7)
   E2E_GATEWAY          <namespace>/<name> of a Gateway: the HTTPRoute attaches to it and every route is sent
                        through it too (default: none, the Gateway API path is then only rendered)
-  E2E_VALUES           more values files for this cluster, comma-separated (e.g. k8s/e2e/values-lab.yaml)
+  E2E_VALUES           more values files for this cluster, comma-separated (e.g. k8s/lab/suite.yaml)
   E2E_NAMESPACE        namespace of the release (default: suite-e2e; <namespace>-data holds the datastores)
   E2E_RELEASE          release name (default: suite.e2e, a dotted name on purpose)
   E2E_CONTAINER_KILL   command that kills a container with SIGKILL on its node, for the crash phases: {id} is the
                        container's ID (appended when absent), {node} its node (kind: "docker exec {node} ctr -n
                        k8s.io tasks kill -s SIGKILL"); the lab's default: its containerd's ctr. Unset elsewhere:
                        no crash phases
+  E2E_DEV_REGISTRY     host:port of a registry this machine pushes to and the nodes pull from over plain HTTP:
+                       the charts are pushed there and installed from it, and skaffold's lab profile runs the
+                       dev loop against it (the lab's default: localhost:30500, k8s/registry.yaml). Unset elsewhere:
+                       neither
   E2E_ADDONS           lab: install the add-ons with k8s/install-addons.sh --lab (images built here, charts from
                        ../shared/k8s/charts); installed (default): they are there already (install-addons.sh)
 Options:
@@ -88,6 +94,7 @@ try {
   if (ADDONS === 'lab') await stage('add-ons: kube-prometheus-stack, prometheus-adapter, Jaeger', addons)
   await stage('namespaces, datastores, CRDs', namespaces)
   await stage('chart with its dependencies', chart)
+  await stage('charts in the OCI registry', ociCharts)
   await stage('bundled mode: server-side dry-run under restricted', bundledDryRun)
   await stage('install', install)
   await stage('helm test', helmTest)
@@ -107,6 +114,7 @@ try {
   // The uninstall above proved that nothing is left; this one only cleans up, without waiting for
   // the pods' drain (SHUTDOWN_DELAY_MS and more, which would only add to the run).
   if (!opts.keep) await stage('clean up', () => { run('helm', ['uninstall', RELEASE, '-n', NS]); return 'helm uninstall (not waited for)' })
+  await stage('the dev loop: skaffold run, dev (sync, rebuild), delete', devLoop)
   if (e2e.problems.length) throw new Error(e2e.problems.join('; '))
 } catch (err) {
   failed = true

@@ -17,16 +17,42 @@ for (const s of SERVICES) {
   if (twin) throw new Error(`services/list.js: ${s.name} and ${twin.name} share a name or a port`)
 }
 
-export const skaffold = (text) => block(block(text, 'artifacts', SERVICES.flatMap((s) => [
-  `- image: suite-${s.name}`,
-  '  docker:',
-  '    dockerfile: services/Dockerfile',
-  '    buildArgs:',
-  `      SERVICE: ${s.name}`
-])), 'images', SERVICES.flatMap((s) => {
-  const v = `suite_${s.name}`
-  return [`${s.name}.image.repository: "{{.IMAGE_REPO_${v}}}"`, `${s.name}.image.tag: "{{.IMAGE_TAG_${v}}}"`]
-}))
+// skaffold dev copies an edited file of a service's or the kit's code into the running container
+// (charts/service devLoop), where node --watch restarts the service; anything else rebuilds.
+// A synced file lands in the dev-loop pods' code volume (charts/service devLoop); then the restart file
+// the service runs under `node --watch-path` is rewritten in place: Node's watch of a folder misses
+// every change after the first to a file tar replaces, as skaffold's sync does.
+const RESTART_FILE = '/app/services/.restart'
+const sync = (s) => ['  sync:', '    manual:', ...[s.name, 'kit'].flatMap((dir) => [`      - src: services/${dir}/src/**/*.js`, '        dest: /app']),
+  '    hooks:', '      after:', '        - container:', `            command: [node, -e, "require('node:fs').writeFileSync('${RESTART_FILE}', String(Date.now()))"]`]
+const portForward = SERVICES.flatMap((s) => ['- resourceType: service', `  resourceName: suite-${s.name}`, '  namespace: suite', '  port: 80', '  address: 127.0.0.1', `  localPort: ${s.port}`])
+
+export const skaffold = (text) => [
+  ['artifacts', SERVICES.flatMap((s) => [
+    `- image: suite-${s.name}`,
+    '  docker:',
+    '    dockerfile: services/Dockerfile',
+    '    buildArgs:',
+    `      SERVICE: ${s.name}`,
+    ...sync(s)
+  ])],
+  ['buildah artifacts', SERVICES.flatMap((s) => [
+    `- image: suite-${s.name}`,
+    '  custom:',
+    '    buildCommand: bash scripts/buildah-build.sh localhost/node:24',
+    // The files its image is made of (services/Dockerfile, .dockerignore); not inferred from the
+    // Dockerfile, which would make skaffold fetch the base image's configuration from its registry.
+    '    dependencies:',
+    `      paths: [package.json, package-lock.json, .dockerignore, services/Dockerfile, services/kit/**, services/${s.name}/**]`,
+    '      ignore: [services/*/test/**, services/*/testing/**, services/*/node_modules/**, services/**/*.md]',
+    ...sync(s)
+  ])],
+  ['port forwards', portForward],
+  ['images', SERVICES.flatMap((s) => {
+    const v = `suite_${s.name}`
+    return [`${s.name}.image.repository: "{{.IMAGE_REPO_${v}}}"`, `${s.name}.image.tag: "{{.IMAGE_TAG_${v}}}"`, `${s.name}.image.digest: "{{.IMAGE_DIGEST_${v}}}"`]
+  })]
+].reduce((t, [name, lines]) => block(t, name, lines), text)
 
 export const chartYaml = (text) => block(text, 'services', SERVICES.flatMap((s) => [
   '- name: service',

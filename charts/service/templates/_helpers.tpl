@@ -45,7 +45,7 @@ app.kubernetes.io/component: server
 {{- define "service.labels" -}}
 helm.sh/chart: {{ include "service.chart" . }}
 {{ include "service.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/version: {{ include "service.tag" . | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: suite
 {{- with .Values.commonLabels }}
@@ -66,12 +66,24 @@ Image: [registry/]repository[:tag][@digest]; repository defaults to suite-<name>
 global.imageRegistry when set (Bitnami's meaning: a mirror of every image, theirs included), else
 image.registry, else global.suite.imageRegistry (the suite's images only).
 */}}
+{{/*
+The image tag as written, or appVersion. A tag of digits only (a short commit hash: skaffold's
+`--set image.tag=8092485`) arrives as a number: an int64 from --set, a float64 from a values file.
+*/}}
+{{- define "service.tag" -}}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion -}}
+{{- if kindIs "float64" $tag -}}
+{{- $tag = ternary (int64 $tag | toString) (toString $tag) (eq $tag (int64 $tag | float64)) -}}
+{{- end -}}
+{{- toString $tag -}}
+{{- end -}}
+
 {{- define "service.image" -}}
 {{- $suite := dig "suite" "imageRegistry" "" (.Values.global | merge dict) -}}
 {{- $registry := .Values.global.imageRegistry | default .Values.image.registry | default $suite -}}
 {{- $repository := default (printf "suite-%s" (include "service.name" .)) .Values.image.repository -}}
 {{- $ref := ternary (printf "%s/%s" $registry $repository) $repository (ne $registry "") -}}
-{{- $ref = printf "%s:%s" $ref (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $ref = printf "%s:%s" $ref (include "service.tag" .) -}}
 {{- if .Values.image.digest -}}
 {{- $ref = printf "%s@%s" $ref .Values.image.digest -}}
 {{- end -}}
@@ -183,10 +195,12 @@ come from a Secret (secretKeyRef); the URLs carry no password.
   value: {{ .Values.containerPort | quote }}
 - name: WORKERS
   value: {{ include "service.workers" . | quote }}
+{{- /* In the dev loop a synced file restarts the process inside its pod, which stays the endpoint
+it was: no load balancer to wait for, and a save should answer in seconds. */}}
 - name: SHUTDOWN_DELAY_MS
-  value: {{ mul .Values.shutdown.delaySeconds 1000 | quote }}
+  value: {{ ternary 0 (mul .Values.shutdown.delaySeconds 1000) .Values.devLoop.enabled | quote }}
 - name: SHUTDOWN_GRACE_MS
-  value: {{ mul .Values.shutdown.graceSeconds 1000 | quote }}
+  value: {{ ternary 1000 (mul .Values.shutdown.graceSeconds 1000) .Values.devLoop.enabled | quote }}
 {{- with .Values.global.tracing }}
 {{- if .endpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT

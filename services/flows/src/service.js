@@ -1,9 +1,10 @@
 // The flows service, as the kit runs it: name, settings, migrations and routes.
+import manifest from '../package.json' with { type: 'json' }
 import routes from './routes.js'
 
 export default {
   name: 'flows',
-  version: '1.0.0',
+  version: manifest.version, // the API document's version is the package's
   description: 'Traffic-flow aggregation: byte totals per hour, source, destination and VPC, exact with any number of writers; a 200 means committed.',
   url: import.meta.url, // each worker thread imports this module again from here
   migrations: new URL('../migrations/', import.meta.url),
