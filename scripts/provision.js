@@ -6,14 +6,16 @@
 //   node scripts/provision.js [test|faults|fuzz|e2e|all]   (default: all)
 // npm test, test:faults, test:fuzz and test:e2e call provision() themselves.
 import { spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { delimiter, dirname } from 'node:path'
+import { chmodSync, cpSync, existsSync, readdirSync, renameSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { delimiter, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PACKAGES, goBinDir, toolsDir, whichBinary } from '@suite/kit/testing/tools'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const GO_MIN = [1, 26]
 const GO_TOOLCHAIN = 'go1.26.8' // what Go's own toolchain switch fetches when the machine's Go is older
+const GO_SWITCH = [1, 21] // the first Go that switches toolchains (Debian 12's is 1.19)
 
 // What each command needs: programs from packages (PACKAGES names their package), Go, and the Go tools
 // ('go-tools': scripts/tools.sh, which builds only what its stamps say is missing).
@@ -42,10 +44,11 @@ export function provision (what = 'all', { log = (line) => console.log(`provisio
 
   const path = []
   if (needs.includes('go-tools')) {
-    const go = goBinary()
+    let go = goBinary()
+    if (!goIsAtLeast(go, GO_SWITCH)) go = goToolchain(go, log)
     path.push(dirname(go))
     const env = { ...process.env, PATH: [dirname(go), process.env.PATH].join(delimiter), SUITE_TOOLS: toolsDir() }
-    if (!goIsRecent(go)) env.GOTOOLCHAIN = GO_TOOLCHAIN // Debian's Go fetches and runs a recent one itself
+    if (!goIsAtLeast(go, GO_MIN)) env.GOTOOLCHAIN = GO_TOOLCHAIN // Ubuntu's Go fetches and runs a recent one itself
     const r = spawnSync('bash', [`${root}scripts/tools.sh`], { env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
     if (r.status !== 0) throw new Error(`provision: scripts/tools.sh failed (exit ${r.status ?? r.signal}): see its output above`)
     path.unshift(goBinDir())
@@ -71,9 +74,32 @@ function goBinary () {
   return whichBinary('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : null)
 }
 
-function goIsRecent (go) {
+function goIsAtLeast (go, [major, minor]) {
   const v = /go(\d+)\.(\d+)/.exec(spawnSync(go, ['version'], { encoding: 'utf8' }).stdout ?? '')
-  return Boolean(v) && (Number(v[1]) > GO_MIN[0] || (Number(v[1]) === GO_MIN[0] && Number(v[2]) >= GO_MIN[1]))
+  return Boolean(v) && (Number(v[1]) > major || (Number(v[1]) === major && Number(v[2]) >= minor))
+}
+
+/**
+ * GO_TOOLCHAIN for a Go too old to switch to it itself: the module the switch would fetch
+ * (golang.org/toolchain, from the module proxy), downloaded by the old Go and copied into the tools
+ * folder once. An old Go unpacks modules without execute bits: they are set on the copy.
+ */
+export function goToolchain (oldGo, log) {
+  const dir = join(toolsDir(), GO_TOOLCHAIN)
+  const go = join(dir, 'bin', 'go')
+  if (existsSync(go)) return go
+  const mod = `golang.org/toolchain@v0.0.1-${GO_TOOLCHAIN}.${process.platform}-${{ x64: 'amd64', arm64: 'arm64' }[process.arch] ?? process.arch}`
+  log(`go mod download ${mod} (this machine's Go cannot switch toolchains)`)
+  const r = spawnSync(oldGo, ['mod', 'download', '-json', mod], { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, GOFLAGS: '-modcacherw' } })
+  if (r.status !== 0) throw new Error(`provision: go mod download ${mod} failed: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ')}`)
+  rmSync(`${dir}.tmp`, { recursive: true, force: true })
+  cpSync(JSON.parse(r.stdout).Dir, `${dir}.tmp`, { recursive: true })
+  const tools = join(`${dir}.tmp`, 'pkg', 'tool')
+  for (const d of [join(`${dir}.tmp`, 'bin'), ...readdirSync(tools).map((t) => join(tools, t))]) {
+    for (const f of readdirSync(d)) chmodSync(join(d, f), 0o755)
+  }
+  renameSync(`${dir}.tmp`, dir) // a copy cut short leaves no Go that looks whole
+  return go
 }
 
 function hasPythonVenv () {
