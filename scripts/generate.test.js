@@ -21,7 +21,7 @@ test('a generated block edited by hand, or a file missing, is stale; generate --
   const copy = mkdtempSync(join(tmpdir(), 'suite-generate-'))
   try {
     // The generated files and their sources: the generator, the list, the services' definitions.
-    const sources = ['scripts/generate.js', 'scripts/generate', 'services/list.js', 'charts/service/values.yaml', 'loadtests/k6/slo.js', ...NAMES.map((s) => `services/${s}/src`)]
+    const sources = ['scripts/generate.js', 'scripts/generate', 'services/list.js', 'charts/service/values.yaml', 'loadtests/k6/slo.js', ...NAMES.flatMap((s) => [`services/${s}/src`, `services/${s}/package.json`])]
     for (const path of [...Object.keys(FILES), ...sources]) {
       mkdirSync(dirname(join(copy, path)), { recursive: true })
       cpSync(join(root, path), join(copy, path), { recursive: true })
