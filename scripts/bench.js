@@ -6,6 +6,7 @@ import { POD_MEMORY_MB } from './bench/harness.js'
 import { MACHINE_CPU_NOTE } from './bench/measure.js'
 import { table, sameBytesShares, sameBytesCpu, ceilingShares } from './bench/report.js'
 import { benches, benchOptions, benchValues, SIZE_NAMES } from './bench/index.js'
+import { writeReport } from './bench/report-file.js'
 
 // A cached read's share of bare Fastify sending the same bytes, with one worker: the kit's cost per request.
 const SAME_BYTES_TARGET = 0.85
@@ -15,12 +16,16 @@ export const usage = {
   summary: 'Starts a throwaway PostgreSQL and Redis per service, loads its generated data set, and measures its routes cached and uncached ' +
     'against bare Fastify (GET /hello) measured at the start and end of the same run, and each cached read against bare Fastify sending the same bytes from a Buffer: throughput over a fixed number of connections, ' +
     'and latency at a fixed arrival rate (vegeta, open loop). Prints one table, then the targets. Run it on a quiet machine.',
-  options: benchOptions(Object.keys(benches).join(',')),
+  options: {
+    ...benchOptions(Object.keys(benches).join(',')),
+    report: { type: 'string', value: 'FILE', help: 'also write what it prints to FILE (Markdown), with the machine it ran on and a chart of each case against bare Fastify (FILE\'s name, .svg)' }
+  },
   examples: [
     'npm run bench',
     'npm run bench -- --only product,menu --duration 20 --menus 1000000',
     'npm run bench -- --only flows --workers 2',
-    'npm run bench -- --traffic original --only profile --duration 20'
+    'npm run bench -- --traffic original --only profile --duration 20',
+    'npm run bench -- --report docs/benchmarks/report.md'
   ]
 }
 
@@ -29,12 +34,15 @@ await runCommand('bench', usage, async (values) => {
   const rows = []
   for (const name of names) rows.push(...await benches[name].run(numbers))
 
-  console.log(`\nWORKERS=${numbers.workers}, ${numbers.duration} s per case; ${numbers.traffic === 'original' ? 'the originals\' traffic; ' : ''}data: ${SIZE_NAMES.map((k) => `${numbers[k]} ${k}`).join(', ')}`)
-  console.log(`Each service runs as in its pod: node with its image's flags, in a memory cgroup of the chart's ${POD_MEMORY_MB} MB limit (where one can be made; see the log above).`)
-  console.log('Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.')
-  console.log('RPS / pair: a cached read\'s RPS over bare Fastify sending the same bytes (a write\'s: over bare Fastify parsing the same bodies), measured in the same interleaved rounds; at a fixed rate (CPU n×), its CPU per request over Fastify\'s.')
-  console.log(`${MACHINE_CPU_NOTE}\n`)
-  console.log(table(rows))
+  const lines = [
+    `WORKERS=${numbers.workers}, ${numbers.duration} s per case; ${numbers.traffic === 'original' ? 'the originals\' traffic; ' : ''}data: ${SIZE_NAMES.map((k) => `${numbers[k]} ${k}`).join(', ')}`,
+    `Each service runs as in its pod: node with its image's flags, in a memory cgroup of the chart's ${POD_MEMORY_MB} MB limit (where one can be made; the run's log says where not).`,
+    'Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.',
+    'RPS / pair: a cached read\'s RPS over bare Fastify sending the same bytes (a write\'s: over bare Fastify parsing the same bodies), measured in the same interleaved rounds; at a fixed rate (CPU n×), its CPU per request over Fastify\'s.',
+    MACHINE_CPU_NOTE,
+    '',
+    table(rows)
+  ]
   for (const name of names) {
     const targets = [
       ...sameBytesShares(rows, name).map(([c, share]) => [`${c} ≥ ${100 * SAME_BYTES_TARGET}% of bare Fastify with the same bytes`, share >= SAME_BYTES_TARGET, `${Math.round(100 * share)}%`]),
@@ -45,7 +53,12 @@ await runCommand('bench', usage, async (values) => {
       ...(benches[name].targets?.(rows) ?? [])
     ]
     if (!targets.length) continue
-    console.log(`\n| ${name} target | result | met |\n| --- | --- | --- |`)
-    for (const [target, met, value] of targets) console.log(`| ${target} | ${value} | ${met === undefined ? '—' : met ? 'yes' : 'NO'} |`)
+    lines.push('', `| ${name} target | result | met |`, '| --- | --- | --- |')
+    for (const [target, met, value] of targets) lines.push(`| ${target} | ${value} | ${met === undefined ? '—' : met ? 'yes' : 'NO'} |`)
+  }
+  console.log(`\n${lines.join('\n')}`)
+  if (values.report) {
+    const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim()
+    console.log(`\nbench: wrote ${writeReport(values.report, { command, lines, rows }).join(' and ')}`)
   }
 })

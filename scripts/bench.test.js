@@ -1,16 +1,18 @@
 // The bench's own arithmetic and options, without running a benchmark.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pairsAcrossRuns, table, sameBytesShares, sameBytesCpu, ceilingShares } from './bench/report.js'
 import { machineCpuSeconds } from './bench/measure.js'
+import { writeReport } from './bench/report-file.js'
+import { targets as tracingTargets } from './bench/tracing.js'
 import { benchValues } from './bench/index.js'
 import { UsageError } from '@suite/kit/args'
 import { startService } from '@suite/kit/testing'
 
-const row = (service, name, rps, pairOf) => ({ service, case: name, connections: 50, rps, ...(pairOf && { pairOf }) })
+const row = (service, name, rps, pairOf) => ({ service, case: name, connections: 50, rps, ...(pairOf && { pairOf, sameBytesPair: true }) })
 
 test('bench:compare --repeat: each run\'s ratio of a pair and their median, rows without a pair row left out', () => {
   const run = (base, mine) => [
@@ -106,4 +108,39 @@ test('hello.js with BODIES answers each recorded request with its bytes, a POST 
   assert.equal((await fetch(`${hello.url}/flows`)).status, 404) // recorded for POST only
   assert.equal((await post('[]').then((r) => r.status)), 200)
   assert.equal((await fetch(`${hello.url}/products/1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status, 404)
+})
+
+test('bench --report: the printed lines, the command and the machine in FILE; a bar per full-speed case in FILE.svg', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-report-'))
+  try {
+    const rows = [
+      { service: 'product', case: 'hello (baseline)', connections: 50, rps: 10000, baseline: true },
+      { service: 'product', case: 'cached products/:id', connections: 50, rps: 8000 },
+      { service: 'product', case: 'uncached products/:id', connections: 50, rps: 2500 },
+      { service: 'product', case: 'cached styles at 3K RPS', connections: 64, rps: 3000, rate: 3000 }
+    ]
+    const file = join(dir, 'docs', 'benchmarks', 'report.md')
+    const [md, svg] = writeReport(file, { command: 'npm run bench -- --only product', lines: ['WORKERS=1, 10 s per case', '', table(rows)], rows, date: new Date('2026-11-27T00:00:00Z') })
+    const text = readFileSync(md, 'utf8')
+    assert.match(text, /^Written by `npm run bench -- --only product` on 2026-11-27, on .+ CPUs, \d+ GiB, Linux .+, Node v\d+/m)
+    assert.ok(text.includes(table(rows)) && text.includes('WORKERS=1, 10 s per case'))
+    assert.ok(text.includes('![RPS of each case over bare Fastify](report.svg)'))
+    const chart = readFileSync(svg, 'utf8')
+    assert.equal(chart.match(/<rect /g).length, 2, 'the two full-speed cases, not the baseline or the fixed-rate case')
+    assert.ok(chart.includes('>0.80<') && chart.includes('>0.25<'), 'each bar says its ratio to the baseline')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('tracing\'s targets judge its own pairs only, and the same-bytes lines only the same-bytes pairs, whatever ran together', () => {
+  const row = (c, cpu, pairOf) => ({ service: 'product', case: c, connections: 64, rate: 3000, rps: 3000, p99: 5, counters: { 'CPU µs/req': cpu }, ...(pairOf && { pairOf }) })
+  const rows = [
+    row('bare Fastify, the same bytes', 20), { ...row('cached products/:id/styles at 3K RPS', 60, 'bare Fastify, the same bytes'), sameBytesPair: true },
+    row('cached styles at 3K RPS, tracing no endpoint', 100), row('cached styles at 3K RPS, tracing at 10% (the default)', 110, 'cached styles at 3K RPS, tracing no endpoint'),
+    row('cached styles at 3K RPS, tracing at 100%', 170, 'cached styles at 3K RPS, tracing no endpoint')
+  ]
+  assert.deepEqual(tracingTargets(rows).map(([what, met]) => [what.split(':')[0], met]), [['cached styles at 3K RPS, tracing at 10% (the default)', true], ['cached styles at 3K RPS, tracing at 100%', false]])
+  // …and the same-bytes lines take only the same-bytes pairs, not tracing's.
+  assert.deepEqual(sameBytesCpu(rows, 'product'), [['cached products/:id/styles at 3K RPS', 60, 20]])
 })

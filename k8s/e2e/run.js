@@ -100,8 +100,10 @@ try {
   await stage('helm test', helmTest)
   await stage('routes', routesAll)
   await stage('metrics', metrics)
-  await stage('ServiceMonitors scraped, counters equal', scraped)
+  // After the disruptions: Prometheus takes a minute or more to load the new ServiceMonitors' config
+  // (the operator's Secret reaches its pod on the kubelet's sync), time the disruptions use.
   await stage('disruptions under load', disruptions)
+  await stage('ServiceMonitors scraped, counters equal', scraped)
   await stage('HPA on requests per second', rpsAutoscaling)
   await stage('a trace and its exemplar', traceAndExemplar)
   await stage('dashboards and rules with data', queriesWithData)

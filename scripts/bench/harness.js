@@ -184,13 +184,13 @@ async function withSameBytes (list, running, profiled, asInPod) {
     const base = { ...c, url: same.url, pid: same.child.pid, sameBytes: undefined, counters: undefined }
     if (c.request) {
       const baseName = `bare Fastify parsing the same bodies, answering the same bytes (${Math.round(bytes)} B)`
-      return [c, { pair: [{ ...base, name: baseName, writes: true }, { ...c, name: `${c.name} — beside it`, sameBytes: undefined, pairOf: baseName, writes: true }] }]
+      return [c, { pair: [{ ...base, name: baseName, writes: true }, { ...c, name: `${c.name} — beside it`, sameBytes: undefined, pairOf: baseName, sameBytesPair: true, writes: true }] }]
     }
     const name = `${c.name} — ${sample.length} of its paths`
     const baseName = `bare Fastify, the same bytes (${Math.round(bytes).toLocaleString('en-US')} B mean) — ${sample.length} paths`
     const paths = sample.map((key) => key.slice('GET '.length))
     const path = () => paths[Math.floor(Math.random() * paths.length)]
-    return [c, { pair: [{ ...base, name: baseName, path }, { ...c, name, path, sameBytes: undefined, pairOf: baseName }] }]
+    return [c, { pair: [{ ...base, name: baseName, path }, { ...c, name, path, sameBytes: undefined, pairOf: baseName, sameBytesPair: true }] }]
   })
 }
 

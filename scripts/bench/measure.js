@@ -41,7 +41,7 @@ export async function measure (c, { service, duration, connections, servers }) {
 export async function measureRounds (cases, { service, duration, connections, servers }, rounds) {
   const sides = cases.map((c) => {
     const draw = c.request ?? (() => ({ method: 'GET', path: c.path() }))
-    const row = { service, case: c.name, connections: c.rate ? RATE_CONNECTIONS : c.connections ?? connections, rate: c.rate, baseline: c.baseline, pairOf: c.pairOf, writes: c.writes }
+    const row = { service, case: c.name, connections: c.rate ? RATE_CONNECTIONS : c.connections ?? connections, rate: c.rate, baseline: c.baseline, pairOf: c.pairOf, sameBytesPair: c.sameBytesPair, writes: c.writes }
     const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, rate: c.rate, workers: row.connections, name: `${service}: ${c.name}` })
     // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs each.
     const cpus = c.pid ? [['CPU µs/req', () => cpuSeconds(c.pid)], ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])] : []

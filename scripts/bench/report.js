@@ -79,7 +79,7 @@ function pairRatio (rows, r) {
 
 // The full-speed pairs of `service`, reads or writes: [case, its RPS over its pair's].
 const fullSpeedShares = (rows, service, writes) => rows
-  .filter((r) => r.service === service && r.pairOf && !r.rate && Boolean(r.writes) === writes)
+  .filter((r) => r.service === service && r.sameBytesPair && !r.rate && Boolean(r.writes) === writes)
   .map((r) => [r.case, pairRatio(rows, r)])
 
 /** Each sameBytes read's RPS as a share of bare Fastify sending the same bytes: [case, share]. (Fixed-rate cases: see sameBytesCpu.) */
@@ -90,6 +90,6 @@ export const ceilingShares = (rows, service) => fullSpeedShares(rows, service, t
 
 /** Each fixed-rate sameBytes case's CPU per request and bare Fastify's for the same bytes at that rate: [case, µs, Fastify's µs]. */
 export function sameBytesCpu (rows, service) {
-  return rows.filter((r) => r.service === service && r.pairOf && r.rate && pairRatio(rows, r) !== undefined)
+  return rows.filter((r) => r.service === service && r.sameBytesPair && r.rate && pairRatio(rows, r) !== undefined)
     .map((r) => [r.case, cpuOf(r), cpuOf(pairRow(rows, r))])
 }

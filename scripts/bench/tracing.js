@@ -49,9 +49,10 @@ export async function run ({ products = defaults.products, ...opts }) {
 
 /** Tracing's cost against the same service without an endpoint, CPU per request in the same run. */
 export function targets (rows) {
-  const own = rows.filter((r) => r.service === 'product' && r.pairOf)
+  // Only the pairs this bench made: product's own (same-bytes) pairs may be in the same run.
+  const own = rows.filter((r) => r.service === 'product' && r.pairOf?.endsWith(`tracing ${OFF}`))
   const cpu = (r) => r.counters?.['CPU µs/req']
-  const base = (r) => rows.find((x) => x.case === r.pairOf)
+  const base = (r) => rows.find((x) => x.service === r.service && x.case === r.pairOf)
   return own.map((r) => {
     const ratio = cpu(r) / cpu(base(r))
     const limit = r.case.endsWith(SAMPLED) ? 1.15 : 1.6
