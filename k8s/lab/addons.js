@@ -5,7 +5,9 @@
 // --registry with the charts' archives of ../shared/k8s/charts. A second run changes nothing.
 //   eval "$(../shared/k8s/lab/cluster.sh up)" && node k8s/lab/addons.js
 import { addons } from '../e2e/monitoring.js'
+import { provisionFor } from '../../scripts/provision.js'
 
+provisionFor('e2e', 'add-ons') // Go and the pinned tools first: the add-on images are built from Go modules
 try {
   console.error(`add-ons: ${await addons()}`)
 } catch (err) {
