@@ -100,10 +100,9 @@ try {
   await stage('helm test', helmTest)
   await stage('routes', routesAll)
   await stage('metrics', metrics)
-  // After the disruptions: Prometheus takes a minute or more to load the new ServiceMonitors' config
-  // (the operator's Secret reaches its pod on the kubelet's sync), time the disruptions use.
-  await stage('disruptions under load', disruptions)
+  // Before the disruptions: their flows writes are what the dashboards' write panels show later.
   await stage('ServiceMonitors scraped, counters equal', scraped)
+  await stage('disruptions under load', disruptions)
   await stage('HPA on requests per second', rpsAutoscaling)
   await stage('a trace and its exemplar', traceAndExemplar)
   await stage('dashboards and rules with data', queriesWithData)
