@@ -1,8 +1,9 @@
 // `npm run generate`: writes every file that derives from one source and cannot import it — from
 // services/list.js, the files that name the services (generate/services.js); from the config schemas
 // and the charts' values.yaml, the reference tables and the chart's `config` schema
-// (generate/reference.js). In YAML and Markdown only the marked blocks are written (the rest is
-// hand-written); JSON schemas get their generated keys.
+// (generate/reference.js); from package.json's version and CHANGELOG.md, every stated version and
+// the chart's annotations (generate/versions.js). In YAML and Markdown only the marked blocks are
+// written (the rest is hand-written); JSON schemas get their generated keys.
 //   npm run generate             write the files
 //   npm run generate -- --check  write nothing; list the stale files and exit 1 if there are any
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -10,6 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runCommand } from '@suite/kit/args'
 import * as list from './generate/services.js'
+import { VERSION_FILES, suiteChart } from './generate/versions.js'
 import { SERVICES_WITH_SETTINGS, chartConfigSchema, chartValues, kitSettings, serviceSettings } from './generate/reference.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -20,7 +22,8 @@ const root = fileURLToPath(new URL('..', import.meta.url))
  */
 export const FILES = {
   'skaffold.yaml': list.skaffold,
-  'charts/suite/Chart.yaml': list.chartYaml,
+  'charts/suite/Chart.yaml': (text, read) => suiteChart(list.chartYaml(text, read), read),
+  ...VERSION_FILES,
   'charts/suite/values.yaml': list.suiteValues,
   'charts/suite/values.schema.json': list.suiteSchema,
   'charts/suite/values-dev.yaml': list.devValues,

@@ -31,15 +31,17 @@ const { name, port } = commandLine('new-service', {
 })
 
 const title = name[0].toUpperCase() + name.slice(1)
+// A new service starts at the suite's version (generate keeps them equal after).
+const suiteVersion = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version
 const files = {
   [`services/${name}/package.json`]: JSON.stringify({
     name: `@suite/${name}`,
-    version: '0.1.0',
+    version: suiteVersion,
     private: true,
     type: 'module',
     description: `The ${name} service`,
     bin: { [name]: './src/cli.js' },
-    dependencies: { '@suite/kit': '^0.1.0' }
+    dependencies: { '@suite/kit': `^${suiteVersion}` }
   }, null, 2) + '\n',
 
   [`services/${name}/src/cli.js`]: `#!/usr/bin/env node

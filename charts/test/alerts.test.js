@@ -4,7 +4,7 @@
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findBinary } from '@suite/kit/testing'
@@ -64,7 +64,9 @@ test('promtool accepts the rules, and every alert fires and resolves in its unit
     writeFileSync(join(dir, 'rules.yaml'), JSON.stringify({ groups: rule.spec.groups }))
     const check = spawnSync(promtool, ['check', 'rules', join(dir, 'rules.yaml')], { encoding: 'utf8' })
     assert.equal(check.status, 0, check.stdout + check.stderr)
-    cpSync(join(root, 'charts/test/alerts/rules-test.yaml'), join(dir, 'rules-test.yaml'))
+    // Its runbook URLs name the chart's version (the default runbookBaseUrl) as VERSION.
+    const version = /^version: (\S+)$/m.exec(readFileSync(join(root, 'charts/suite/Chart.yaml'), 'utf8'))[1]
+    writeFileSync(join(dir, 'rules-test.yaml'), readFileSync(join(root, 'charts/test/alerts/rules-test.yaml'), 'utf8').replaceAll('/blob/vVERSION/', `/blob/v${version}/`))
     const unit = spawnSync(promtool, ['test', 'rules', join(dir, 'rules-test.yaml')], { encoding: 'utf8' })
     assert.equal(unit.status, 0, unit.stdout + unit.stderr)
     // Every alert of the rules has a test that fires it.

@@ -4,6 +4,7 @@
 import { DURATION_BUCKETS } from '@suite/kit'
 import { SERVICES } from '../../services/list.js'
 import { SLO } from '../../loadtests/k6/slo.js'
+import { version } from './versions.js'
 import { block, json } from './blocks.js'
 
 // YAML flow style (JSON is valid YAML)
@@ -54,10 +55,10 @@ export const skaffold = (text) => [
   })]
 ].reduce((t, [name, lines]) => block(t, name, lines), text)
 
-export const chartYaml = (text) => block(text, 'services', SERVICES.flatMap((s) => [
+export const chartYaml = (text, read) => block(text, 'services', SERVICES.flatMap((s) => [
   '- name: service',
   `  alias: ${s.name}`,
-  '  version: 0.1.0',
+  `  version: ${version(read)}`,
   '  repository: file://../service',
   `  condition: ${s.name}.enabled`
 ]))
