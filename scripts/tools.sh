@@ -72,5 +72,8 @@ if [ "${1:-}" = cluster ]; then
     cp "$BIN/helm3/helm" "$BIN/helm3/helm.v3.22.0"
   fi
   install crane github.com/google/go-containerregistry/cmd/crane v0.22.1
+  # Releases (scripts/release.js): the images' SBOMs, signatures and attestations.
+  install syft github.com/anchore/syft/cmd/syft v1.57.1
+  install cosign github.com/sigstore/cosign/v3/cmd/cosign v3.1.3
 fi
 echo "$BIN"

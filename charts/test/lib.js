@@ -72,13 +72,14 @@ export function umbrella (from = charts) {
 
 /**
  * Fills `dir`/charts (a copy of charts/suite) with every dependency, as `helm dependency build` leaves
- * it, without the internet: the local charts packaged, the Bitnami archives from `shared`
- * (../shared/k8s/charts, the exact versions Chart.yaml pins). Returns the archives' names.
+ * it, without the internet: the local charts of `from` (a checkout's charts/) packaged, the Bitnami
+ * archives from `shared` (../shared/k8s/charts, the exact versions Chart.yaml pins). Returns the
+ * archives' names.
  */
-export function fillDependencies (dir) {
+export function fillDependencies (dir, from = charts) {
   mkdirSync(join(dir, 'charts'), { recursive: true })
   for (const local of ['service', 'loadtest']) {
-    const r = run('helm', ['package', join(charts, local), '-d', join(dir, 'charts')])
+    const r = run('helm', ['package', join(from, local), '-d', join(dir, 'charts')])
     if (r.code !== 0) throw new Error(`helm package charts/${local}: ${r.stderr}`)
   }
   const chart = parse(readFileSync(join(dir, 'Chart.yaml'), 'utf8'))[0]
