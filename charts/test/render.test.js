@@ -13,7 +13,8 @@ const each = (setting) => SERVICES.flatMap((s) => ['--set', `${s}.${setting}`])
 const VALUE_SETS = {
   defaults: [],
   'external database and Redis': ['--set', 'postgresql.enabled=false,redis.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalRedis.host=cache.example.com,global.externalRedis.existingSecret=suite-cache'],
-  'external database with a private CA': ['--set', 'postgresql.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalDatabase.caSecret=suite-db-ca,product.seed.enabled=true,profile.seed.enabled=true,menu.seed.enabled=true'],
+  'external database with a private CA': ['--set', 'postgresql.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalDatabase.caSecret=suite-db-ca,product.seed.enabled=true,profile.seed.enabled=true,menu.seed.enabled=true,backup.enabled=true'],
+  'backup on': ['--set', 'backup.enabled=true'],
   'Gateway API': ['--set', 'gateway.enabled=true,ingress.enabled=false'],
   'load tests on': ['--set', 'loadtest.enabled=true', '--set', 'loadtest.run=r1'],
   'HPA off': each('autoscaling.enabled=false'),
