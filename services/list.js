@@ -70,3 +70,10 @@ export function serviceNamed (name) {
   if (!s) throw new Error(`no service "${name}" in services/list.js (${NAMES.join(', ')})`)
   return s
 }
+
+/** The service a path of the one host goes to, by the routes above (as the Ingress and the HTTPRoute route it); null: none. */
+export function serviceOf (path) {
+  const p = path.split('?')[0]
+  const matches = (r) => (r.match === 'Exact' ? p === r.path : r.match === 'PathPrefix' ? p === r.path || p.startsWith(`${r.path}/`) : new RegExp(`^(?:${r.path})$`).test(p))
+  return SERVICES.find((s) => s.routes.some(matches))?.name ?? null
+}

@@ -22,6 +22,9 @@ export const LOAD_HOSTS = gatewayName ? [INGRESS_HOST, GATEWAY_HOST] : [INGRESS_
 export const ADDONS = env.E2E_ADDONS || 'installed'
 // The registry this machine pushes to and the nodes pull from (k8s/registry.yaml on the lab).
 export const DEV_REGISTRY = env.E2E_DEV_REGISTRY ?? (ADDONS === 'lab' ? 'localhost:30500' : '')
+// A second tag of the same images, for the image upgrade under load where no earlier release is
+// upgraded from (release.js needs the registry).
+export const TAG_B = DEV_REGISTRY ? null : `${TAG}-b`
 // The names the chart gives: a dot is not allowed in a Service name, so it becomes a dash.
 export const fullname = (service) => `${RELEASE.replaceAll('.', '-')}-${service}`
 export const image = (service, tag = TAG) => `${REGISTRY}/suite-${service}:${tag}`
@@ -42,11 +45,12 @@ const MONITORING_VALUES = [
 // helm template knows no cluster: the optional APIs the CRDs above (and the lab's Gateway API) serve.
 export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule', 'k6.io/v1alpha1/TestRun', 'gateway.networking.k8s.io/v1/HTTPRoute'].flatMap((a) => ['--api-versions', a])
 
-export function helmValues (extra = []) {
+/** The e2e's values; `images: false` for a release's chart, which pins its images (registry and digests). */
+export function helmValues (extra = [], { images = true } = {}) {
   const data = `${DATA_NS}.svc.cluster.local`
   const args = [
     '--set', 'postgresql.enabled=false', '--set', 'redis.enabled=false',
-    '--set', `global.suite.imageRegistry=${REGISTRY}`,
+    ...(images ? ['--set', `global.suite.imageRegistry=${REGISTRY}`] : []),
     '--set', `global.externalDatabase.host=postgres.${data}`, '--set', 'global.externalDatabase.user=app',
     '--set', 'global.externalDatabase.database=app', '--set', 'global.externalDatabase.existingSecret=suite-datastores',
     '--set', 'global.externalDatabase.existingSecretPasswordKey=postgres-password',
@@ -57,7 +61,7 @@ export function helmValues (extra = []) {
     '--set', 'product.autoscaling.minReplicas=1',
     ...MONITORING_VALUES,
     ...LIST.filter((s) => s.data).flatMap((s) => ['--set', `${s.name}.seed.enabled=true`, '--set', `${s.name}.seed.scale=200`]),
-    ...SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}`])
+    ...(images ? SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}`]) : [])
   ]
   if (gatewayName) args.push('--set', 'gateway.enabled=true', '--set', `gateway.parentRefs[0].name=${gatewayName}`, '--set', `gateway.parentRefs[0].namespace=${gatewayNs}`, '--set', `gateway.hostnames[0]=${GATEWAY_HOST}`)
   for (const f of (env.E2E_VALUES || '').split(',').filter(Boolean)) args.push('-f', join(root, f))
@@ -67,6 +71,7 @@ export function helmValues (extra = []) {
 /** What the stages share: the chart they install, and what they found to tell at the end. */
 export const e2e = {
   chartDir: null, // charts/suite with its dependencies (install.js: chart())
+  releases: null, // { previous, current }: { version, chart (verified archive), images } (release.js)
   notes: [], // what this cluster could not show
   problems: [] // failures found by a stage that lets the run go on; the run fails at the end
 }

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { root } from '../../charts/test/lib.js'
 import { run, runAsync } from './lib.js'
-import { BUILD, LOAD, SERVICES, TAG, env, image } from './context.js'
+import { BUILD, LOAD, SERVICES, TAG, TAG_B, env, image } from './context.js'
 
-/** Builds every service's image from the real Dockerfile, tagged TAG and TAG-b (the upgrade), and loads them. */
+/** Builds every service's image from the real Dockerfile, tagged TAG (and TAG_B, for the image upgrade without a registry), and loads them. */
 export async function images () {
   if (BUILD === 'none') return 'not built (E2E_BUILD=none)'
   const dir = mkdtempSync(join(tmpdir(), 'suite-e2e-images-'))
@@ -18,8 +18,8 @@ export async function images () {
       const started = Date.now()
       if (BUILD === 'buildah') {
         await runAsync('buildah', ['bud', '--quiet', '--layers', ...args], { env: { STORAGE_DRIVER: 'vfs', BUILDAH_ISOLATION: 'chroot' } })
-        run('buildah', ['tag', image(s), image(s, `${TAG}-b`)], { env: { STORAGE_DRIVER: 'vfs' } })
-        for (const tag of [TAG, `${TAG}-b`]) {
+        if (TAG_B) run('buildah', ['tag', image(s), image(s, TAG_B)], { env: { STORAGE_DRIVER: 'vfs' } })
+        for (const tag of [TAG, TAG_B].filter(Boolean)) {
           const file = join(dir, `${s}-${tag}.tar`)
           const push = runAsync('buildah', ['push', '--quiet', image(s, tag), `oci-archive:${file}:${image(s, tag)}`], { env: { STORAGE_DRIVER: 'vfs' } })
           push.catch(() => {}) // a failure is thrown by Promise.all below, not as an unhandled rejection meanwhile
@@ -28,9 +28,9 @@ export async function images () {
         }
       } else {
         await runAsync('docker', ['build', '-q', ...args])
-        run('docker', ['tag', image(s), image(s, `${TAG}-b`)])
+        if (TAG_B) run('docker', ['tag', image(s), image(s, TAG_B)])
         const file = join(dir, `${s}.tar`)
-        run('docker', ['save', '-o', file, image(s), image(s, `${TAG}-b`)])
+        run('docker', ['save', '-o', file, image(s), ...(TAG_B ? [image(s, TAG_B)] : [])])
         archives.push(file)
       }
       console.error(`built ${image(s)} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
@@ -41,7 +41,7 @@ export async function images () {
       const [cmd, ...args] = LOAD.split(' ').filter(Boolean)
       await runAsync(cmd, [...args, ...archives])
     }
-    return `${SERVICES.length} images ${TAG} (+ -b for the upgrade), ${LOAD ? 'loaded' : 'not loaded (no E2E_IMAGE_LOAD)'}`
+    return `${SERVICES.length} images ${TAG}${TAG_B ? ` (and ${TAG_B})` : ''}, ${LOAD ? 'loaded' : 'not loaded (no E2E_IMAGE_LOAD)'}`
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -5,6 +5,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { shared, umbrellaWithDependencies } from '../../charts/test/lib.js'
 import { datastores } from './datastores.js'
+import { BACKUP_CLAIM, RESTORED_NS, backupKept, restoredValues } from './backup.js'
 import { http, kjson, kubectl, run, runAsync, waitFor } from './lib.js'
 import { API_VERSIONS, DATA_NS, INGRESS_HOST, INGRESS_URL, NS, RELEASE, e2e, env, helmValues } from './context.js'
 import { flows, flowTotal, routes, served } from './traffic.js'
@@ -19,7 +20,7 @@ export function preflight () {
   return `${version}, ${ready.length} node(s), ${cpu} CPU`
 }
 export function namespaces () {
-  for (const ns of [NS, DATA_NS, `${NS}-bundled`]) {
+  for (const ns of [NS, DATA_NS, `${NS}-bundled`, RESTORED_NS]) {
     if (kubectl(['get', 'ns', ns], { ok: true }).code === 0) {
       run('helm', ['uninstall', RELEASE, '-n', ns, '--wait', '--ignore-not-found'], { ok: true })
       kubectl(['delete', 'ns', ns, '--wait=true', '--timeout=180s'])
@@ -65,7 +66,9 @@ export function bundledDryRun () {
 }
 export async function install () {
   const started = Date.now()
-  await runAsync('helm', ['install', RELEASE, e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m', ...helmValues()])
+  // The previous release, verified, when there is one (release.js): upgradePath takes it from there.
+  const from = e2e.releases?.previous
+  await runAsync('helm', ['install', RELEASE, from?.chart ?? e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m', ...helmValues([], { images: !from })])
   const seconds = ((Date.now() - started) / 1000).toFixed(1)
   // The seed Jobs are part of the release; the services answer while they run, and swap the data in at the end.
   await waitFor('seed Jobs complete', () => {
@@ -74,7 +77,7 @@ export async function install () {
     if (failed) throw new Error(`seed Job ${failed.metadata.name} failed`)
     return jobs.length === 3 && jobs.every((j) => j.status.succeeded >= 1)
   }, 300, 2000)
-  return `helm install --wait: ${seconds} s; 3 seed Jobs complete after ${((Date.now() - started) / 1000).toFixed(1)} s`
+  return `${from ? `release ${from.version}: ` : ''}helm install --wait: ${seconds} s; 3 seed Jobs complete after ${((Date.now() - started) / 1000).toFixed(1)} s`
 }
 export function helmTest () {
   const r = run('helm', ['test', RELEASE, '-n', NS, '--timeout', '5m'], { ok: true })
@@ -113,18 +116,22 @@ export async function uninstall () {
   const left = await waitFor('nothing of the release left', () => {
     const items = kjson(['get', [kinds, ...extra].join(','), '-n', NS]).items
       .filter((o) => o.metadata.name !== 'suite-datastores' && !(o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') && !(o.kind === 'ServiceAccount' && o.metadata.name === 'default'))
+      .filter((o) => !(o.kind === 'PersistentVolumeClaim' && o.metadata.name === BACKUP_CLAIM && e2e.restored)) // kept on purpose: backupKept()
     return items.length === 0 ? [] : (console.error(`left: ${items.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`), false)
   }, 120, 3000)
-  return `${left.length} objects left`
+  return `${left.length} objects left${backupKept()}`
 }
-/** Installed again on the same database (its Secret kept by its owner): the data is there. */
+/**
+ * Installed again: on the database the backup was restored into (backup.js), or else on the same one
+ * (its Secret kept by its owner). Every acknowledged write is there.
+ */
 export async function reinstall () {
   // From the registry when the charts were pushed there (devloop.js: ociCharts), as users install.
-  await runAsync('helm', ['install', RELEASE, ...(e2e.chartRef ?? [e2e.chartDir]), '-n', NS, '--wait', '--timeout', '10m', ...helmValues()])
+  await runAsync('helm', ['install', RELEASE, ...(e2e.chartRef ?? [e2e.chartDir]), '-n', NS, '--wait', '--timeout', '10m', ...helmValues(restoredValues())])
   await waitFor('flows answers', async () => (await http(INGRESS_URL, { host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` })).status === 200, 120)
   const kept = await flowTotal()
   if (kept !== flows.acknowledged) throw new Error(`after reinstall: ${kept} flows in the totals, ${flows.acknowledged} acknowledged before`)
   const waited = await served(INGRESS_HOST)
   await routes(INGRESS_HOST)
-  return `${e2e.chartRef ? `from ${e2e.chartRef[0]}: ` : ''}routed ${waited.toFixed(1)} s after helm --wait; installed again on the same database: the ${kept} acknowledged writes are there, every route answers`
+  return `${e2e.chartRef ? `from ${e2e.chartRef[0]}: ` : ''}routed ${waited.toFixed(1)} s after helm --wait; installed again on ${e2e.restored ? `the database restored from the backup (${RESTORED_NS})` : 'the same database'}: the ${kept} acknowledged writes are there, every route answers`
 }

@@ -3,11 +3,14 @@
 // add-ons (the monitoring stack, prometheus-adapter, Jaeger) and the umbrella chart as a user would,
 // into a namespace that enforces Pod Security "restricted", and proves it on a real cluster: helm
 // test, every route through the Ingress and the HTTPRoute, /metrics, the ServiceMonitors scraped,
-// zero failed requests over an image upgrade, a config change and a pod deletion under steady load,
-// a container of each service killed (SIGKILL, and the kernel's OOM killer) costing no more than its
-// in-flight requests, the HPA scaling on requests per second, every dashboard query and rule with data, an alert through
-// Alertmanager under a real fault, a trace and its exemplar, TestRuns accepted by the API server, an
-// uninstall that leaves nothing behind and a reinstall from the OCI registry that finds its data, and
+// the previous release and this one signed, verified before install (a tampered one refused), an
+// upgrade from the previous release, a rollback and an upgrade again under steady load, then a config
+// change and a pod deletion, each with zero failed requests, a container of each service killed
+// (SIGKILL, and the kernel's OOM killer) costing no more than its in-flight requests, the HPA scaling
+// on requests per second, every dashboard query and rule with data, an alert through Alertmanager
+// under a real fault, a trace and its exemplar, TestRuns accepted by the API server, a backup
+// restored into a fresh database, an uninstall that leaves nothing behind but the backups, a
+// reinstall from the OCI registry on the restored database that finds every write, and
 // skaffold's run, dev loop (a synced and a rebuilt edit, timed) and delete. Any cluster: see `--help`
 // and k8s/README.md.
 import { parseArgs } from 'node:util'
@@ -19,8 +22,10 @@ import { metrics, routesAll } from './traffic.js'
 import { disruptions, phases } from './disruptions.js'
 import { crashes } from './crashes.js'
 import { devLoop, ociCharts } from './devloop.js'
+import { releases, upgradePath } from './release.js'
+import { RESTORED_NS, backupAndRestore } from './backup.js'
 import { ADDONS } from './context.js'
-import { addons, alertThroughAlertmanager, monitoringCost, queriesWithData, rpsAutoscaling, scraped, traceAndExemplar } from './monitoring.js'
+import { addons, alertThroughAlertmanager, monitoringCost, queriesWithData, rpsAutoscaling, scaledBack, scraped, traceAndExemplar } from './monitoring.js'
 import { provisionFor } from '../../scripts/provision.js'
 
 const USAGE = `usage: npm run test:e2e [-- --keep] [-- --help]
@@ -32,7 +37,7 @@ Installs the suite on the cluster of KUBECONFIG and checks it end to end. Settin
                        appended (kind: "kind load image-archive --name suite", k3d: "k3d image import -c suite",
                        the lab: "$K8S_LAB_LOAD", which is the default). Empty with E2E_BUILD=none: images are there
   E2E_BUILD            buildah (default when installed) | docker | none (images already built and loaded)
-  E2E_TAG              tag of the images (default: e2e-<commit>; the upgrade phase uses <tag>-b)
+  E2E_TAG              tag of the images (default: e2e-<commit>; without a registry, the image upgrade uses <tag>-b)
   E2E_NODE_IMAGE       base image of services/Dockerfile (its NODE_IMAGE build argument)
   E2E_REGISTRY         registry part of the image names (default: localhost)
   E2E_POSTGRES_IMAGE   PostgreSQL image of the external datastores (default: postgres:15)
@@ -47,9 +52,10 @@ Installs the suite on the cluster of KUBECONFIG and checks it end to end. Settin
                        k8s.io tasks kill -s SIGKILL"); the lab's default: its containerd's ctr. Unset elsewhere:
                        no crash phases
   E2E_DEV_REGISTRY     host:port of a registry this machine pushes to and the nodes pull from over plain HTTP:
-                       the charts are pushed there and installed from it, and skaffold's lab profile runs the
-                       dev loop against it (the lab's default: localhost:30500, k8s/registry.yaml). Unset elsewhere:
-                       neither
+                       the previous release and this one are released there (signed with a key made for the
+                       run), verified and installed from it, the charts pushed there too, and skaffold's lab
+                       profile runs the dev loop against it (the lab's default: localhost:30500,
+                       k8s/registry.yaml). Unset elsewhere: none of these (cosign and crane are needed)
   E2E_ADDONS           lab: install the add-ons with k8s/install-addons.sh --lab (images built here, charts from
                        ../shared/k8s/charts); installed (default): they are there already (install-addons.sh)
 Options:
@@ -96,7 +102,9 @@ try {
   await stage('chart with its dependencies', chart)
   await stage('charts in the OCI registry', ociCharts)
   await stage('bundled mode: server-side dry-run under restricted', bundledDryRun)
+  await stage('releases: the previous and this one, pushed, signed, verified; a tampered one refused', releases)
   await stage('install', install)
+  await stage('upgrade from the previous release, rollback, upgrade again, under load', upgradePath)
   await stage('helm test', helmTest)
   await stage('routes', routesAll)
   await stage('metrics', metrics)
@@ -108,8 +116,10 @@ try {
   await stage('dashboards and rules with data', queriesWithData)
   await stage('an alert through Alertmanager', alertThroughAlertmanager)
   await stage('the monitoring stack\'s cost', monitoringCost)
+  await stage('HPA back to 1 replica after the load', scaledBack)
   await stage('crashes under load: SIGKILL and OOM', crashes)
   await stage('TestRuns', testRuns)
+  await stage('backup, and its restore into a fresh database', backupAndRestore)
   await stage('uninstall', uninstall)
   await stage('reinstall', reinstall)
   // The uninstall above proved that nothing is left; this one only cleans up, without waiting for
@@ -130,6 +140,6 @@ console.log(table(['stage', 'time', 'result'], report))
 if (phases.length) console.log(`\n${table(['phase', 'requests', 'failed', 'failures', 'p99', 'action took', 'what'], phases)}`)
 console.log(`\nNot proven on this cluster:\n${e2e.notes.map((n) => `- ${n}`).join('\n')}`)
 if (!opts.keep && !failed) {
-  for (const ns of [NS, DATA_NS, `${NS}-bundled`]) kubectl(['delete', 'ns', ns, '--wait=false'], { ok: true })
+  for (const ns of [NS, DATA_NS, `${NS}-bundled`, RESTORED_NS]) kubectl(['delete', 'ns', ns, '--wait=false'], { ok: true })
 }
 process.exit(failed ? 1 : 0)

@@ -6,16 +6,18 @@ import { GATEWAY_HOST, INGRESS_HOST, INGRESS_URL, NS, SERVICES, e2e, fullname, g
 
 /**
  * Every original path through one host, and that the right service answers it (its own shape: a
- * route sent to the wrong service is a 404 there). Returns the number of checks.
+ * route sent to the wrong service is a 404 there): reads and writes of every service's tables.
+ * `url`: where the host is served (the ingress controller; scripts/expand-contract.test.js: a local
+ * router). Returns the number of checks.
  */
-export async function routes (host) {
+export async function routes (host, url = INGRESS_URL) {
   const get = async (path, expect = 200) => {
-    const res = await http(INGRESS_URL, { host, path })
+    const res = await http(url, { host, path })
     if (res.status !== expect) throw new Error(`${host} GET ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
     return res.body
   }
   const send = async (method, path, json, expect, headers) => {
-    const res = await http(INGRESS_URL, { host, method, path, json, headers })
+    const res = await http(url, { host, method, path, json, headers })
     if (res.status !== expect) throw new Error(`${host} ${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
     return res
   }
@@ -46,7 +48,7 @@ export async function routes (host) {
   check('GET /menu/1 → a seeded menu', (await get('/menu/1')).id === 1)
   check('GET /restaurants/1 → a seeded profile', (await get('/restaurants/1')).id === 1)
   check('DELETE /restaurants/:id → 204', (await send('DELETE', `/restaurants/${id}`, undefined, 204)).status === 204)
-  check('GET /restaurants/:id after DELETE → 404', (await http(INGRESS_URL, { host, path: `/restaurants/${id}` })).status === 404)
+  check('GET /restaurants/:id after DELETE → 404', (await http(url, { host, path: `/restaurants/${id}` })).status === 404)
   // flows
   const hour = 400_000 + Number.parseInt(randomBytes(2).toString('hex'), 16)
   const record = { src_app: 'e2e', dest_app: host, vpc_id: 'vpc-e2e', bytes_tx: 5, bytes_rx: 7, hour }
@@ -54,8 +56,8 @@ export async function routes (host) {
   const totals = rows(await get(`/flows?hour=${hour}`))
   check('POST+GET /flows → totals', totals.length === 1 && Number(totals[0].bytes_tx) === 10 && Number(totals[0].bytes_rx) === 14)
   // paths that belong to no service, and paths that look like one but are not routed to it
-  check('GET /nothing → 404', [404].includes((await http(INGRESS_URL, { host, path: '/nothing' })).status))
-  check('GET /restaurants/1/menu/extra → 404', (await http(INGRESS_URL, { host, path: '/restaurants/1/menu/extra' })).status === 404)
+  check('GET /nothing → 404', [404].includes((await http(url, { host, path: '/nothing' })).status))
+  check('GET /restaurants/1/menu/extra → 404', (await http(url, { host, path: '/restaurants/1/menu/extra' })).status === 404)
   return checks.length
 }
 

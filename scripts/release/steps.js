@@ -1,7 +1,7 @@
 // The steps of a release (scripts/release.js), in order, each with the commands it runs: printed as
 // they run, or only printed (--dry-run). Later steps use what earlier ones found (the digests the
 // registry gave); a dry run shows those as <digest of …>.
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -56,28 +56,41 @@ export function releaseSteps ({ version, registry, key, tree, out, nodeImage, dr
     exec('node', ['scripts/generate.js', '--check'])
   })
 
+  /** exec() of several commands at once, [cmd, args, options] each (a registry round trip or a scan keeps a core idle). */
+  const execAll = (commands) => Promise.all(commands.map(([cmd, args, { env } = {}]) => {
+    console.log(`    $ ${[...Object.entries(env ?? {}).map(([k, v]) => `${k}=${v}`), cmd, ...args].join(' ')}`)
+    if (dryRun) return ''
+    return new Promise((resolve, reject) => {
+      const child = spawn(cmd, args, { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      let err = ''
+      child.stdout.on('data', (d) => { out += d })
+      child.stderr.on('data', (d) => { err += d })
+      child.on('error', (e) => reject(new UserError(`${cmd}: ${e.code === 'ENOENT' ? 'not found on PATH (scripts/tools.sh cluster builds cosign, syft and crane)' : e.message}`)))
+      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new UserError(`${cmd} ${args[0]} exited ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`))))
+    })
+  }))
+
   step(`images: ${services.length} from services/Dockerfile`, () => {
     for (const s of services) {
       exec('buildah', ['bud', '--quiet', '--layers', '--build-arg', `SERVICE=${s}`, ...(nodeImage ? ['--build-arg', `NODE_IMAGE=${nodeImage}`] : []), '-f', 'services/Dockerfile', '-t', a.image(s), '.'], { env: BUILDAH_ENV, quiet: true })
     }
   })
 
-  step(`push the images to ${registry}`, () => {
+  step(`push the images to ${registry}`, async () => {
     if (!dryRun) mkdirSync(outDir, { recursive: true })
+    const file = (s) => join(outDir, `digest-${s}`)
+    await execAll(services.map((s) => ['buildah', ['push', '--quiet', `--tls-verify=${!a.plainHttp}`, '--digestfile', file(s), a.image(s), `docker://${a.image(s)}`], { env: BUILDAH_ENV }]))
     for (const s of services) {
-      const file = join(outDir, `digest-${s}`)
-      exec('buildah', ['push', '--quiet', `--tls-verify=${!a.plainHttp}`, '--digestfile', file, a.image(s), `docker://${a.image(s)}`], { env: BUILDAH_ENV, quiet: true })
-      if (!dryRun) digests[s] = readFileSync(file, 'utf8').trim()
+      if (!dryRun) digests[s] = readFileSync(file(s), 'utf8').trim()
       console.log(`    ${a.image(s)}@${digestOf(s)}`)
     }
   })
 
-  step('SBOMs: CycloneDX, one per image pushed (syft: the base image\'s packages and the npm dependencies)', () => {
-    for (const s of services) {
-      const file = join(outDir, `sbom-${s}.cdx.json`)
-      exec('syft', ['scan', `registry:${a.imageRepo(s)}@${digestOf(s)}`, '-o', `cyclonedx-json=${file}`, '-q'], { env: a.plainHttp ? { SYFT_REGISTRY_INSECURE_USE_HTTP: 'true' } : {} })
-      if (!dryRun) console.log(`    ${file}: ${JSON.parse(readFileSync(file, 'utf8')).components?.length ?? 0} components`)
-    }
+  step('SBOMs: CycloneDX, one per image pushed (syft: the base image\'s packages and the npm dependencies)', async () => {
+    const file = (s) => join(outDir, `sbom-${s}.cdx.json`)
+    await execAll(services.map((s) => ['syft', ['scan', `registry:${a.imageRepo(s)}@${digestOf(s)}`, '-o', `cyclonedx-json=${file(s)}`, '-q'], { env: a.plainHttp ? { SYFT_REGISTRY_INSECURE_USE_HTTP: 'true' } : {} }]))
+    if (!dryRun) for (const s of services) console.log(`    ${file(s)}: ${JSON.parse(readFileSync(file(s), 'utf8')).components?.length ?? 0} components`)
   })
 
   step('charts: packaged with the images\' registry and digests pinned', () => {

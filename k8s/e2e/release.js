@@ -1,0 +1,127 @@
+// Releases as a platform team consumes them. The previous release (built from its git tag by this
+// tree's release command) and this tree's are pushed to the cluster's registry and signed with a key
+// made for the run; each is verified before it is installed, and a tampered one is refused. The
+// install stage installs the previous release; upgradePath upgrades it to this one under load, rolls
+// back and upgrades again, with zero failed requests and every acknowledged write kept.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { root } from '../../charts/test/lib.js'
+import { previousRelease } from '../../scripts/release/previous.js'
+import { releaseSteps } from '../../scripts/release/steps.js'
+import { verifyRelease } from '../../scripts/release/verify.js'
+import { artifacts } from '../../scripts/release/artifacts.js'
+import { kjson, run, runAsync, table } from './lib.js'
+import { DEV_REGISTRY, LOAD_HOSTS, NS, RELEASE, SERVICES, e2e, env, fullname, helmValues } from './context.js'
+import { underLoad } from './disruptions.js'
+import { flows, flowTotal, seededIds, served } from './traffic.js'
+
+const REGISTRY = `${DEV_REGISTRY}/suite`
+
+/** Both releases made, pushed and signed; each verified; a moved tag refused. Sets e2e.releases. */
+export async function releases () {
+  if (!DEV_REGISTRY) {
+    e2e.notes.push('releases: no E2E_DEV_REGISTRY, so no release was pushed, verified or upgraded from')
+    return 'skipped: no E2E_DEV_REGISTRY'
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'suite-releases-'))
+  const { version, previous } = previousRelease()
+  const worktree = join(dir, `v${previous.version}`)
+  try {
+    // A key made for this run, without a password (cosign reads COSIGN_PASSWORD rather than ask).
+    process.env.COSIGN_PASSWORD = ''
+    run('cosign', ['generate-key-pair', '--output-key-prefix', join(dir, 'cosign')])
+    run('git', ['-C', root, 'worktree', 'add', '--detach', worktree, previous.commit])
+    const made = []
+    for (const [v, tree] of [[previous.version, worktree], [version, undefined]]) {
+      const started = Date.now()
+      const steps = releaseSteps({ version: v, registry: REGISTRY, key: join(dir, 'cosign.key'), tree, out: join(dir, `release-${v}`), nodeImage: env.E2E_NODE_IMAGE })
+      await steps.run()
+      made.push(`${v} released in ${((Date.now() - started) / 1000).toFixed(0)} s`)
+    }
+    const verify = (v) => verifyRelease({ version: v, registry: REGISTRY, key: join(dir, 'cosign.pub'), out: mkdtempSync(join(tmpdir(), 'suite-verified-')), log: console.error })
+    e2e.releases = { previous: { ...verify(previous.version), version: previous.version }, current: { ...verify(version), version } }
+    return `${made.join(', ')}; both verified (charts, images, SBOM attestations); ${tampered(version, verify, join(dir, 'cosign.pub'))}`
+  } finally {
+    run('git', ['-C', root, 'worktree', 'remove', '--force', worktree], { ok: true })
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** An image of the release replaced under its tag (a label added): verification refuses the release, and the image itself is unsigned. */
+function tampered (version, verify, pub) {
+  const a = artifacts(version, REGISTRY)
+  const signed = a.resolve(a.image('flows'))
+  run('crane', ['mutate', '--insecure', a.image('flows'), '--label', 'org.suite.tampered=true', '-t', a.image('flows')])
+  const moved = a.resolve(a.image('flows'))
+  try {
+    let refused
+    try { verify(version) } catch (err) { refused = err.message }
+    if (!/tag was moved/.test(refused ?? '')) throw new Error(`a release whose flows tag names another image was not refused: ${refused ?? 'verified'}`)
+    const unsigned = run('cosign', ['verify', '--key', pub, '--insecure-ignore-tlog', '--allow-http-registry', `${a.imageRepo('flows')}@${moved}`], { ok: true })
+    if (unsigned.code === 0) throw new Error(`the tampered image ${moved} verified`)
+    return `tampered (flows:${version} replaced): refused ("${refused}"); the replacing image has no signature`
+  } finally {
+    run('crane', ['tag', '--insecure', `${a.imageRepo('flows')}@${signed}`, version])
+  }
+}
+
+/** The values of an install from a release: its chart pins the images, so no registry or tag is set. */
+export const releaseValues = (extra = []) => helmValues(extra, { images: false })
+
+/** The versions the Ready server pods run, polled while `action` runs: whether old and new served side by side. */
+async function versionsDuring (action) {
+  let both = 0
+  let polling = true
+  const poll = (async () => {
+    while (polling) {
+      const pods = JSON.parse(await runAsync('kubectl', ['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=server', '-o', 'json'])).items
+      const ready = pods.filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+      if (new Set(ready.map((p) => p.metadata.labels['app.kubernetes.io/version'])).size > 1) both++
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+    }
+  })()
+  try {
+    return { result: await action(), both }
+  } finally {
+    polling = false
+    await poll
+  }
+}
+
+function rolloutStatus () {
+  for (const s of SERVICES) run('kubectl', ['rollout', 'status', '-n', NS, `deploy/${fullname(s)}`, '--timeout=300s'])
+}
+
+/** The previous release upgraded to this one, rolled back, upgraded again: under steady load, each step. */
+export async function upgradePath () {
+  if (!e2e.releases) return 'skipped: no releases'
+  const { previous, current } = e2e.releases
+  for (const host of LOAD_HOSTS) await served(host) // the proxy routes a fresh install a few seconds after --wait
+  const before = await flowTotal()
+  const acknowledged = flows.acknowledged
+  const ids = await seededIds()
+  const phases = []
+  const step = async (name, to, command) => {
+    const r = await underLoad(name, ids, async () => {
+      const { both } = await versionsDuring(async () => {
+        await runAsync('helm', command)
+        rolloutStatus()
+      })
+      const running = new Set(kjson(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=server']).items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.labels['app.kubernetes.io/version']))
+      if (running.size !== 1 || !running.has(to)) throw new Error(`${name}: the pods run ${[...running].join(', ')}, not ${to}`)
+      return `${to} running; old and new Ready side by side in ${both} polls`
+    })
+    phases.push([name, r.sent, r.failed])
+  }
+  const upgrade = (chart) => ['upgrade', RELEASE, chart, '-n', NS, '--wait', '--timeout', '10m', ...releaseValues()]
+  await step(`upgrade ${previous.version} → ${current.version}`, current.version, upgrade(current.chart))
+  await step(`rollback to ${previous.version}`, previous.version, ['rollback', RELEASE, '-n', NS, '--wait', '--timeout', '10m'])
+  await step(`upgrade again to ${current.version}`, current.version, upgrade(current.chart))
+  const kept = (await flowTotal()) - before
+  if (kept !== flows.acknowledged - acknowledged) throw new Error(`flows: ${flows.acknowledged - acknowledged} writes acknowledged over the upgrades, ${kept} in the totals`)
+  const failed = phases.reduce((s, p) => s + p[2], 0)
+  console.error(table(['phase', 'requests', 'failed'], phases))
+  if (failed) e2e.problems.push(`${failed} failed requests over the upgrade path`)
+  return `${phases.map(([n, sent, f]) => `${n}: ${sent} requests, ${f} failed`).join('; ')}; ${kept} acknowledged flows writes all counted`
+}
