@@ -341,6 +341,32 @@ test('redis near cache, 3 replicas: a read right after a write acknowledged on a
   }
 })
 
+test('redis near cache: the writes of one turn share one sync, acknowledged once by each near cache; each is seen by the others before it is acknowledged', async (t) => {
+  const redis = await startRedis() // its own: commandstats count every PUBLISH the server takes
+  t.after(() => redis.stop())
+  const stats = new Redis(redis.url)
+  t.after(() => stats.disconnect())
+  const publishes = async () => Number(/cmdstat_publish:calls=(\d+)/.exec(await stats.info('commandstats'))?.[1] ?? 0)
+  const env = { CACHE_NEAR_MAX_BYTES: '33554432' }
+  const replicas = await Promise.all([0, 1, 2].map(() => cacheOn(t, redis.url, env)))
+  await sleep(500)
+  const keys = Array.from({ length: 20 }, (_, i) => `t:near:turn:${i}`)
+  const versions = new Map(keys.map((k) => [k, 1]))
+  const read = (r, key) => replicas[r].cache.wrapEntry(key, async () => ({ value: `{"v":${versions.get(key)}}`, version: versions.get(key) })).then(textOf)
+  for (const key of keys) for (const r of [0, 1, 2]) { await read(r, key); await sleep(2); await read(r, key) } // near everywhere
+  const before = await publishes()
+  for (const key of keys) versions.set(key, 2)
+  // 20 writes on replica 0 in one turn: each acknowledged only once the other near caches dropped its key.
+  await Promise.all(keys.map(async (key) => {
+    await replicas[0].cache.invalidate(key, 2)
+    assert.deepEqual(await Promise.all([1, 2].map((r) => read(r, key))), ['{"v":2}', '{"v":2}'], `${key}: stale on another replica after its write`)
+  }))
+  // One sync for the turn (the tombstones' writes may take more than one turn to return), and one
+  // acknowledgement from each of the three near caches per sync.
+  const sent = await publishes() - before
+  assert.ok(sent <= 2 * 4, `${sent} PUBLISHes for 20 writes (one sync and three acknowledgements a turn)`)
+})
+
 test('redis near cache: a replica whose worker is stalled does not hold the writer past the bound, and never serves the old value after it', async () => {
   const env = { DATABASE_URL: await itemsDatabase(), REDIS_URL: redisDb(), WORKERS: '1', CACHE_NEAR_MAX_BYTES: '33554432' }
   const [a, b] = await Promise.all([startService({ entry, env }), startService({ entry, env })])

@@ -18,8 +18,9 @@
 //     until tracking is set up again (reads then go to Redis);
 //   - a read whose key is invalidated while its GET is in flight (the invalidation and the answer
 //     come on two sockets, in either order) is not kept.
-// A write so costs a PUBLISH and one acknowledgement from each near cache (at most NEAR_HEALTH_MS
-// when one of them is stalled). Every replica must run with the same CACHE_NEAR_MAX_BYTES on or off:
+// The writes of one event-loop turn share one sync message, and a listener acknowledges every sync
+// it received in a turn to each writer in one message: a turn of writes so costs a PUBLISH and one
+// acknowledgement from each near cache (at most NEAR_HEALTH_MS when one of them is stalled). Every replica must run with the same CACHE_NEAR_MAX_BYTES on or off:
 // a writer without a near cache does not wait for the others'.
 // Bounded in bytes (CACHE_NEAR_MAX_BYTES per worker, the least recently used out first).
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -31,7 +32,7 @@ const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300
 const INVALIDATIONS = '__redis__:invalidate'
 const SYNCS = 'suite:near:sync' // "<listener client id> <token>": acknowledge on ACKS + id
-const ACKS = 'suite:near:ack:'
+const ACKS = 'suite:near:ack:' // "<token> <token>…": the syncs a listener received in one turn
 export function nearCache (config, redis, options, log) {
   const entries = boundedEntries(config.CACHE_NEAR_MAX_BYTES)
   // key -> { gets: GETs in flight, invalidated: `invalidations` at the key's last one }: a GET keeps its
@@ -46,6 +47,8 @@ export function nearCache (config, redis, options, log) {
   let listenerId = null // CLIENT ID of the listening connection, once it is subscribed
   const syncs = new Map() // token -> { acks, needed, done }: this worker's writes waiting for the near caches
   let syncSeq = 0
+  let turn = null // the sync this turn's writes share, until it is published
+  const acks = new Map() // writer -> tokens received this turn, acknowledged together at its end
 
   const invalidate = (flight) => { flight.invalidated = ++invalidations }
   const clear = () => { entries.clear(); for (const flight of inflight.values()) invalidate(flight) }
@@ -95,11 +98,16 @@ export function nearCache (config, redis, options, log) {
     } else if (channel === SYNCS) {
       // Every invalidation queued before this sync has just been applied (above, in order).
       const [writer, token] = message.toString().split(' ')
-      redis.publish(`${ACKS}${writer}`, token).catch(() => {}) // unacknowledged, the writer waits its bound
+      if (!acks.size) setImmediate(acknowledge)
+      acks.get(writer)?.push(token) ?? acks.set(writer, [token])
     } else {
-      acknowledged(message.toString())
+      for (const token of message.toString().split(' ')) acknowledged(token)
     }
   })
+  function acknowledge () {
+    for (const [writer, tokens] of acks) redis.publish(`${ACKS}${writer}`, tokens.join(' ')).catch(() => {}) // unacknowledged, the writer waits its bound
+    acks.clear()
+  }
   for (const conn of [redis, listener]) {
     conn.on('close', off)
     conn.on('error', off)
@@ -111,6 +119,25 @@ export function nearCache (config, redis, options, log) {
     if (performance.now() - synced >= NEAR_HEALTH_MS) clear()
   }, NEAR_PING_MS)
   pinger.unref()
+
+  /** Publishes the sync of this turn's writes; resolves them once acknowledged by every near cache, or at the bound. */
+  async function publishSync (shared) {
+    turn = null
+    const bound = sleep(NEAR_HEALTH_MS)
+    const token = String(++syncSeq)
+    const sync = { acks: 0, needed: Infinity, done: Promise.withResolvers() }
+    syncs.set(token, sync)
+    try {
+      if (listenerId === null) return await bound
+      sync.needed = await childSpan('PUBLISH', () => redisAttributes(redis, 'PUBLISH', 'near cache sync'), () => redis.publish(SYNCS, `${listenerId} ${token}`))
+      if (sync.acks < sync.needed) await Promise.race([sync.done.promise, bound])
+    } catch {
+      await bound
+    } finally {
+      syncs.delete(token)
+      shared.resolve()
+    }
+  }
 
   return {
     async get (key, read) {
@@ -135,21 +162,15 @@ export function nearCache (config, redis, options, log) {
      * After a write Redis has taken: resolves once every near cache (this one's listener included)
      * has applied the invalidations queued before, or NEAR_HEALTH_MS from now, whichever comes first.
      */
-    async sync () {
-      const bound = sleep(NEAR_HEALTH_MS)
-      if (listenerId === null) return bound
-      const token = String(++syncSeq)
-      const sync = { acks: 0, needed: Infinity, done: Promise.withResolvers() }
-      syncs.set(token, sync)
-      try {
-        sync.needed = await childSpan('PUBLISH', () => redisAttributes(redis, 'PUBLISH', 'near cache sync'), () => redis.publish(SYNCS, `${listenerId} ${token}`))
-        if (sync.acks >= sync.needed) return
-        await Promise.race([sync.done.promise, bound])
-      } catch {
-        await bound
-      } finally {
-        syncs.delete(token)
+    sync () {
+      if (listenerId === null) return sleep(NEAR_HEALTH_MS)
+      // Every write that calls this was taken by Redis before: one sync published once the turn's
+      // writes have joined covers them all (their invalidations are queued before it).
+      if (!turn) {
+        turn = Promise.withResolvers()
+        setImmediate(publishSync, turn)
       }
+      return turn.promise
     },
     delete: (key) => entries.delete(key),
     clear,
