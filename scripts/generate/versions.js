@@ -29,7 +29,7 @@ export const lock = (text, read) => {
   l.packages[''].version = v
   for (const w of WORKSPACES) {
     const entry = l.packages[`services/${w}`]
-    if (!entry) throw new Error(`package-lock.json has no services/${w}: run npm install`)
+    if (!entry) continue // a workspace npm install has not added yet: it takes the manifest's version
     entry.version = v
     if (entry.dependencies?.['@suite/kit']) entry.dependencies['@suite/kit'] = `^${v}`
   }

@@ -29,13 +29,17 @@ export function releaseSteps ({ version, registry, key, tree, out, nodeImage, dr
   const steps = []
   const step = (title, fn) => steps.push({ title, fn })
 
+  const show = (cmd, args, env) => console.log(`    $ ${[...Object.entries(env ?? {}).map(([k, v]) => `${k}=${v}`), cmd, ...args].join(' ')}`)
+  const cannotRun = (cmd, err) => new UserError(`${cmd}: ${err.code === 'ENOENT' ? 'not found on PATH (scripts/tools.sh cluster builds syft, cosign and crane; buildah and helm are needed too)' : err.message}`)
+  const failed = (cmd, args, code, stderr) => new UserError(`${cmd} ${args[0]} exited ${code}${stderr ? `: ${stderr.trim().split('\n').slice(-3).join(' ')}` : ''}`)
+
   /** Prints a command and, unless dry, runs it; returns its stdout. */
-  const exec = (cmd, args, { env, cwd = dir, quiet = false } = {}) => {
-    console.log(`    $ ${[...Object.entries(env ?? {}).map(([k, v]) => `${k}=${v}`), cmd, ...args].join(' ')}`)
+  const exec = (cmd, args, { env, quiet = false } = {}) => {
+    show(cmd, args, env)
     if (dryRun) return ''
-    const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 256 << 20, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', quiet ? 'pipe' : 'inherit'] })
-    if (r.error) throw new UserError(`${cmd}: ${r.error.code === 'ENOENT' ? 'not found on PATH (scripts/tools.sh cluster builds cosign and crane; buildah and helm are needed too)' : r.error.message}`)
-    if (r.status !== 0) throw new UserError(`${cmd} ${args[0]} exited ${r.status}${quiet ? `: ${r.stderr.trim().split('\n').slice(-3).join(' ')}` : ''}`)
+    const r = spawnSync(cmd, args, { cwd: dir, encoding: 'utf8', maxBuffer: 256 << 20, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', quiet ? 'pipe' : 'inherit'] })
+    if (r.error) throw cannotRun(cmd, r.error)
+    if (r.status !== 0) throw failed(cmd, args, r.status, quiet && r.stderr)
     return r.stdout
   }
 
@@ -58,7 +62,7 @@ export function releaseSteps ({ version, registry, key, tree, out, nodeImage, dr
 
   /** exec() of several commands at once, [cmd, args, options] each (a registry round trip or a scan keeps a core idle). */
   const execAll = (commands) => Promise.all(commands.map(([cmd, args, { env } = {}]) => {
-    console.log(`    $ ${[...Object.entries(env ?? {}).map(([k, v]) => `${k}=${v}`), cmd, ...args].join(' ')}`)
+    show(cmd, args, env)
     if (dryRun) return ''
     return new Promise((resolve, reject) => {
       const child = spawn(cmd, args, { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -66,8 +70,8 @@ export function releaseSteps ({ version, registry, key, tree, out, nodeImage, dr
       let err = ''
       child.stdout.on('data', (d) => { out += d })
       child.stderr.on('data', (d) => { err += d })
-      child.on('error', (e) => reject(new UserError(`${cmd}: ${e.code === 'ENOENT' ? 'not found on PATH (scripts/tools.sh cluster builds cosign, syft and crane)' : e.message}`)))
-      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new UserError(`${cmd} ${args[0]} exited ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`))))
+      child.on('error', (e) => reject(cannotRun(cmd, e)))
+      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(failed(cmd, args, code, err))))
     })
   }))
 
