@@ -60,7 +60,7 @@ export function releaseSteps ({ version, registry, key, tree, out, nodeImage, dr
     exec('node', ['scripts/generate.js', '--check'])
   })
 
-  /** exec() of several commands at once, [cmd, args, options] each (a registry round trip or a scan keeps a core idle). */
+  /** exec() of several commands at once, [cmd, args, options] each (a scan waits on the registry at times: the other uses the core). */
   const execAll = (commands) => Promise.all(commands.map(([cmd, args, { env } = {}]) => {
     show(cmd, args, env)
     if (dryRun) return ''
@@ -81,12 +81,14 @@ export function releaseSteps ({ version, registry, key, tree, out, nodeImage, dr
     }
   })
 
-  step(`push the images to ${registry}`, async () => {
+  // One at a time: the images share their base layers, and a registry may take two uploads of one
+  // blob badly (crane's registry cut one off).
+  step(`push the images to ${registry}`, () => {
     if (!dryRun) mkdirSync(outDir, { recursive: true })
-    const file = (s) => join(outDir, `digest-${s}`)
-    await execAll(services.map((s) => ['buildah', ['push', '--quiet', `--tls-verify=${!a.plainHttp}`, '--digestfile', file(s), a.image(s), `docker://${a.image(s)}`], { env: BUILDAH_ENV }]))
     for (const s of services) {
-      if (!dryRun) digests[s] = readFileSync(file(s), 'utf8').trim()
+      const file = join(outDir, `digest-${s}`)
+      exec('buildah', ['push', '--quiet', `--tls-verify=${!a.plainHttp}`, '--digestfile', file, a.image(s), `docker://${a.image(s)}`], { env: BUILDAH_ENV, quiet: true })
+      if (!dryRun) digests[s] = readFileSync(file, 'utf8').trim()
       console.log(`    ${a.image(s)}@${digestOf(s)}`)
     }
   })
