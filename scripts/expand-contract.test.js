@@ -1,6 +1,6 @@
 // Migrations follow expand/contract: a release's migrations never break the release before it, whose
 // pods still serve during a rolling upgrade and again after `helm rollback`. The previous release's
-// services (its git tag, scripts/release/previous.js) run here on a database this tree migrated, and
+// services (its git tag, scripts/release/previous.js) run here on databases this tree migrated, and
 // answer the cluster e2e's route check: reads and writes of every service's tables. A contracting
 // change made in one step (a column the previous release writes, dropped by the next) fails it.
 import { test, before, after } from 'node:test'
@@ -12,11 +12,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { migrate } from '@suite/kit'
-import { pgTarget } from '@suite/kit/etl'
 import { startService } from '@suite/kit/testing'
-import { createDatabase, redisUrl } from '@suite/kit/testing/env'
-import { NAMES, SERVICES, serviceOf } from '../services/list.js'
+import { adminUrl, redisUrl } from '@suite/kit/testing/env'
+import { NAMES, serviceOf } from '../services/list.js'
+import { prepareDatabase } from '../loadtests/lib/stack.js'
 import { previousRelease } from './release/previous.js'
 import { routes } from '../k8s/e2e/traffic.js'
 
@@ -35,35 +34,28 @@ before(() => {
 })
 after(() => rmSync(tree, { recursive: true, force: true }))
 
-/** A fresh database with this tree's migrations and a small generated data set, then `change` run on it. */
-async function thisTreesSchema (change = '') {
-  const url = await createDatabase('expand')
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    for (const s of SERVICES) {
-      const dir = join(root, 'services', s.name)
-      await migrate(client, { name: s.name, migrations: join(dir, 'migrations') })
-      if (!s.data) continue
-      const etl = await import(join(dir, 'etl', 'index.js'))
-      const data = mkdtempSync(join(tmpdir(), `suite-expand-${s.name}-`))
-      await etl.generate({ out: data, [s.data.option]: 60, seed: 1 })
-      await etl.load({ db: pgTarget(client), dir: data, rejectsFile: join(data, 'rejects.csv'), progress: false })
-      rmSync(data, { recursive: true, force: true })
-    }
-    if (change) await client.query(change)
-  } finally {
-    await client.end()
+/**
+ * Each service's database with this tree's migrations and a small generated data set (the load
+ * tests' own, loadtests/lib/stack.js), then `change[service]` run on it. Returns service → URL.
+ */
+async function thisTreesSchema (change = {}) {
+  const urls = {}
+  for (const name of NAMES) {
+    urls[name] = (await prepareDatabase(name, { adminUrl, rows: 60 })).url
+    if (!change[name]) continue
+    const client = new pg.Client({ connectionString: urls[name] })
+    await client.connect()
+    await client.query(change[name]).finally(() => client.end())
   }
-  return url
+  return urls
 }
 
-/** The previous release's four services on `url`, behind a router of the one host's paths; the e2e's route check through it. */
-async function previousReleaseRoutes (url, redisDb) {
+/** The previous release's four services on `urls`, behind a router of the one host's paths; the e2e's route check through it. */
+async function previousReleaseRoutes (urls, redisDb) {
   const services = await Promise.all(NAMES.map((name) => startService({
     entry: join(tree, 'services', name, 'src', 'cli.js'),
     args: ['serve'],
-    env: { DATABASE_URL: url, REDIS_URL: `${redisUrl}/${redisDb}`, WORKERS: '1' }
+    env: { DATABASE_URL: urls[name], REDIS_URL: `${redisUrl}/${redisDb}`, WORKERS: '1' }
   })))
   const port = Object.fromEntries(NAMES.map((name, i) => [name, services[i].port]))
   const router = createServer((req, res) => {
@@ -90,6 +82,6 @@ test(`the previous release (${previous.version}) answers every route on this rel
 })
 
 test('a contracting change made in one step (a column the previous release writes, dropped) fails it', { timeout: 120_000 }, async () => {
-  const url = await thisTreesSchema('ALTER TABLE restaurants DROP COLUMN phone')
-  await assert.rejects(previousReleaseRoutes(url, 15), /POST \/restaurants: 500/)
+  const urls = await thisTreesSchema({ profile: 'ALTER TABLE restaurants DROP COLUMN phone' })
+  await assert.rejects(previousReleaseRoutes(urls, 15), /POST \/restaurants: 500/)
 })

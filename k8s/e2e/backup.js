@@ -4,9 +4,9 @@
 // reinstall stage then installs the release on that database and finds every acknowledged write.
 // Reports the dump's size and the backup's and the restore's seconds: what a user plans RPO and RTO on.
 import { chownSync, mkdirSync, rmSync } from 'node:fs'
-import { datastores } from './datastores.js'
+import { startDatastores } from './datastores.js'
 import { kjson, kubectl, runAsync } from './lib.js'
-import { ADDONS, NS, RELEASE, e2e, env } from './context.js'
+import { ADDONS, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, e2e } from './context.js'
 
 export const RESTORED_NS = `${NS}-restored`
 const base = RELEASE.replaceAll('.', '-')
@@ -47,7 +47,9 @@ export async function backupAndRestore () {
     e2e.notes.push('backup and restore: the cluster has no default StorageClass for the backup claim')
     return 'skipped: no storage for the backup claim'
   }
-  const image = env.E2E_POSTGRES_IMAGE ? ['--set', 'backup.image.registry=', '--set', `backup.image.repository=${env.E2E_POSTGRES_IMAGE.replace(/:[^:/]+$/, '')}`, '--set-string', `backup.image.tag=${/:([^:/]+)$/.exec(env.E2E_POSTGRES_IMAGE)?.[1] ?? ''}`] : []
+  // The datastores' PostgreSQL image has pg_dump (and the lab can pull no other).
+  const [, repository, tag = ''] = /^(.*?)(?::([^:/]+))?$/.exec(POSTGRES_IMAGE)
+  const image = ['--set', 'backup.image.registry=', '--set', `backup.image.repository=${repository}`, '--set-string', `backup.image.tag=${tag}`]
   await runAsync('helm', ['upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--wait', '--set', 'backup.enabled=true', ...claim, ...image])
 
   kubectl(['create', 'job', 'backup-drill', '-n', NS, `--from=cronjob/${NAME}`])
@@ -60,8 +62,7 @@ export async function backupAndRestore () {
   const passwords = Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))
   kubectl(['delete', 'ns', RESTORED_NS, '--ignore-not-found', '--wait=true', '--timeout=180s'])
   kubectl(['create', 'ns', RESTORED_NS])
-  kubectl(['apply', '-n', RESTORED_NS, '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: datastores({ passwords, postgresImage: env.E2E_POSTGRES_IMAGE || 'postgres:15', redisImage: env.E2E_REDIS_IMAGE || 'redis:7' }) }) })
-  kubectl(['rollout', 'status', '-n', RESTORED_NS, 'deploy/postgres', 'deploy/redis', '--timeout=180s'])
+  startDatastores(RESTORED_NS, { passwords, postgresImage: POSTGRES_IMAGE, redisImage: REDIS_IMAGE })
 
   // The restore: the CronJob's Job, its command pg_restore of the newest dump, its database the new one.
   const template = kjson(['get', 'cronjob', NAME, '-n', NS]).spec.jobTemplate

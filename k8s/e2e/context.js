@@ -20,6 +20,9 @@ export const [gatewayNs, gatewayName] = (env.E2E_GATEWAY || '').split('/')
 /** The hosts the steady load goes through: the Ingress's, and the HTTPRoute's where there is a Gateway. */
 export const LOAD_HOSTS = gatewayName ? [INGRESS_HOST, GATEWAY_HOST] : [INGRESS_HOST]
 export const ADDONS = env.E2E_ADDONS || 'installed'
+// The images of the external datastores (and of the backup, which needs pg_dump).
+export const POSTGRES_IMAGE = env.E2E_POSTGRES_IMAGE || 'postgres:15'
+export const REDIS_IMAGE = env.E2E_REDIS_IMAGE || 'redis:7'
 // The registry this machine pushes to and the nodes pull from (k8s/registry.yaml on the lab).
 export const DEV_REGISTRY = env.E2E_DEV_REGISTRY ?? (ADDONS === 'lab' ? 'localhost:30500' : '')
 // A second tag of the same images, for the image upgrade under load where no earlier release is

@@ -2,6 +2,14 @@
 // AUTH, as a managed database would be (their own namespace, passwords in a Secret). emptyDir data: it
 // outlives a reinstall of the suite, not a restart of the pod. Works with the official images and with
 // the lab's localhost/postgres:15 and localhost/redis:7 (same environment contract).
+import { kubectl } from './lib.js'
+
+/** datastores() applied in the namespace `ns`, and waited for until both are ready. */
+export function startDatastores (ns, options) {
+  kubectl(['apply', '-n', ns, '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: datastores(options) }) })
+  kubectl(['rollout', 'status', '-n', ns, 'deploy/postgres', 'deploy/redis', '--timeout=180s'])
+}
+
 export function datastores ({ passwords, postgresImage, redisImage }) {
   const labels = (app) => ({ app, 'app.kubernetes.io/part-of': 'suite-e2e-datastores' })
   const secretEnv = (name, key) => ({ name, valueFrom: { secretKeyRef: { name: 'datastores', key } } })

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { goBinDir } from '@suite/kit/testing'
 import { root, shared } from '../../charts/test/lib.js'
 import { http, kjson, run, runAsync, waitFor } from './lib.js'
-import { API_VERSIONS, DEV_REGISTRY, e2e, env, helmValues } from './context.js'
+import { API_VERSIONS, DEV_REGISTRY, POSTGRES_IMAGE, REDIS_IMAGE, e2e, helmValues } from './context.js'
 import { routes, served } from './traffic.js'
 
 const DEV_NS = 'suite' // skaffold.yaml's release: suite in the namespace suite
@@ -72,7 +72,7 @@ function treeCopy () {
 }
 
 // skaffold as a user runs it: helm 3 first on its PATH (scripts/tools.sh), the offline charts' archives.
-const skaffoldEnv = () => ({ PATH: `${join(goBinDir(), 'helm3')}:${goBinDir()}:${process.env.PATH}`, SUITE_K8S_DATA: shared, POSTGRES_IMAGE: env.E2E_POSTGRES_IMAGE || 'postgres:15', REDIS_IMAGE: env.E2E_REDIS_IMAGE || 'redis:7' })
+const skaffoldEnv = () => ({ PATH: `${join(goBinDir(), 'helm3')}:${goBinDir()}:${process.env.PATH}`, SUITE_K8S_DATA: shared, POSTGRES_IMAGE, REDIS_IMAGE })
 
 /**
  * The skaffold commands of README.md's lab recipe (its "Dev loop" section), by subcommand: what the

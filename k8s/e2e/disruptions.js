@@ -8,6 +8,7 @@ import { flows, flowTotal, loadTargets, seededIds } from './traffic.js'
 
 /** Each phase: [name, requests, failed, failures, p99, action took, what]. */
 export const phases = []
+export const PHASE_COLUMNS = ['phase', 'requests', 'failed', 'failures', 'p99', 'action took', 'what']
 
 const RATE = Number(env.E2E_RATE || 40)
 export async function underLoad (name, ids, action) {
@@ -22,15 +23,30 @@ export async function underLoad (name, ids, action) {
   return r
 }
 
-function rolloutStatus () {
+export function rolloutStatus () {
   for (const s of SERVICES) kubectl(['rollout', 'status', '-n', NS, `deploy/${fullname(s)}`, '--timeout=300s'])
 }
 
-export async function disruptions () {
+/**
+ * A stage of underLoad() phases, `run(ids)`, over the seeded ids: every flows write acknowledged
+ * during it must be in the totals at its end; its phases' failed requests are printed, and make the
+ * run fail at the end (the later stages still tell something). Returns its summary.
+ */
+export async function phasesUnderLoad (during, run) {
   const before = await flowTotal()
   const acknowledged = flows.acknowledged // those of earlier stages are counted already
-  const first = phases.length // the phases of earlier stages (release.js) are theirs
-  const ids = await seededIds()
+  const first = phases.length
+  await run(await seededIds())
+  const kept = (await flowTotal()) - before
+  if (kept !== flows.acknowledged - acknowledged) throw new Error(`flows: ${flows.acknowledged - acknowledged} writes acknowledged ${during}, ${kept} in the totals`)
+  const mine = phases.slice(first)
+  const failed = mine.reduce((s, p) => s + p[2], 0)
+  console.error(table(PHASE_COLUMNS, mine))
+  if (failed) e2e.problems.push(`${failed} failed requests ${during}`)
+  return `${mine.map((p) => `${p[0]}: ${p[1]} requests, ${p[2]} failed`).join('; ')}; ${kept} acknowledged flows writes all counted`
+}
+
+export const disruptions = () => phasesUnderLoad('during the disruptions', async (ids) => {
   // Installed from a release, the release was upgraded already (release.js: upgradePath); from here
   // on the tree's chart and images run (TAG).
   if (TAG_B) {
@@ -58,12 +74,4 @@ export async function disruptions () {
     rolloutStatus()
     return deleted.join(', ')
   })
-  const kept = (await flowTotal()) - before
-  if (kept !== flows.acknowledged - acknowledged) throw new Error(`flows: ${flows.acknowledged - acknowledged} writes acknowledged under load, ${kept} in the totals`)
-  const mine = phases.slice(first)
-  const failed = mine.reduce((s, p) => s + p[2], 0)
-  console.error(table(['phase', 'requests', 'failed', 'failures', 'p99', 'action took', 'what'], mine))
-  // The run goes on (the later stages still tell something) and fails at the end.
-  if (failed) e2e.problems.push(`${failed} failed requests during the disruptions`)
-  return `${mine.map((p) => `${p[0]}: ${p[1]} requests, ${p[2]} failed`).join('; ')}; ${kept} acknowledged flows writes all counted`
-}
+})

@@ -4,10 +4,10 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { shared, umbrellaWithDependencies } from '../../charts/test/lib.js'
-import { datastores } from './datastores.js'
+import { startDatastores } from './datastores.js'
 import { BACKUP_CLAIM, RESTORED_NS, backupKept, restoredValues } from './backup.js'
 import { http, kjson, kubectl, run, runAsync, waitFor } from './lib.js'
-import { API_VERSIONS, DATA_NS, INGRESS_HOST, INGRESS_URL, NS, RELEASE, e2e, env, helmValues } from './context.js'
+import { API_VERSIONS, DATA_NS, INGRESS_HOST, INGRESS_URL, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, e2e, helmValues } from './context.js'
 import { flows, flowTotal, routes, served } from './traffic.js'
 
 export function preflight () {
@@ -34,10 +34,9 @@ export function namespaces () {
   }
   kubectl(['create', 'ns', DATA_NS])
   const passwords = { 'postgres-password': randomBytes(18).toString('base64url'), 'redis-password': randomBytes(18).toString('base64url') }
-  kubectl(['apply', '-n', DATA_NS, '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: datastores({ passwords, postgresImage: env.E2E_POSTGRES_IMAGE || 'postgres:15', redisImage: env.E2E_REDIS_IMAGE || 'redis:7' }) }) })
   // The operator's Secret in the release's namespace, as for any external database.
   kubectl(['create', 'secret', 'generic', 'suite-datastores', '-n', NS, ...Object.entries(passwords).map(([k, v]) => `--from-literal=${k}=${v}`)])
-  kubectl(['rollout', 'status', '-n', DATA_NS, 'deploy/postgres', 'deploy/redis', '--timeout=180s'])
+  startDatastores(DATA_NS, { passwords, postgresImage: POSTGRES_IMAGE, redisImage: REDIS_IMAGE })
   // The CRDs of the optional APIs the charts use (ServiceMonitor, TestRun), where the cluster lacks them.
   const crds = join(shared, 'crds')
   const installed = []

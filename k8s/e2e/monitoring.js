@@ -136,13 +136,8 @@ export async function rpsAutoscaling () {
   // Back to 1 replica takes minutes (the metric's rate window, then the scale-down window): waited for
   // while the next stages run, which send product no load (a trace's request aside), and joined by
   // scaledBack(). kubectl runs without blocking: those stages' load shares this event loop.
-  scaleDown = (async () => {
-    while (Date.now() - stopped < 420_000) {
-      if (JSON.parse(await runAsync('kubectl', ['get', 'hpa', '-n', NS, name, '-o', 'json'])).status.desiredReplicas === 1) return (Date.now() - stopped) / 1000
-      await sleep(2000)
-    }
-    throw new Error('the HPA did not scale product back to 1 replica within 420 s of the load')
-  })()
+  scaleDown = waitFor('the HPA scales product back to 1 replica after the load', async () => JSON.parse(await runAsync('kubectl', ['get', 'hpa', '-n', NS, name, '-o', 'json'])).status.desiredReplicas === 1, 420, 2000)
+    .then(() => (Date.now() - stopped) / 1000)
   scaleDown.catch(() => {}) // thrown where it is joined
   return `product 1 → ${up.desiredReplicas} replicas ${upSeconds} s into ${rate} RPS (the adapter's metric: ${seen} per pod, target 15)`
 }

@@ -19,7 +19,7 @@ import { DATA_NS, INGRESS_URL, NS, RELEASE, e2e } from './context.js'
 import { images } from './images.js'
 import { bundledDryRun, chart, helmTest, install, namespaces, preflight, reinstall, testRuns, uninstall } from './install.js'
 import { metrics, routesAll } from './traffic.js'
-import { disruptions, phases } from './disruptions.js'
+import { PHASE_COLUMNS, disruptions, phases } from './disruptions.js'
 import { crashes } from './crashes.js'
 import { devLoop, ociCharts } from './devloop.js'
 import { releases, upgradePath } from './release.js'
@@ -137,7 +137,7 @@ e2e.notes.push('NetworkPolicy: objects created and validated; enforcement depend
 e2e.notes.push('bundled PostgreSQL/Redis (Bitnami): server-side dry-run only; their images cannot be pulled without a registry')
 console.log(`\n## e2e ${failed ? 'FAILED' : 'passed'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`)
 console.log(table(['stage', 'time', 'result'], report))
-if (phases.length) console.log(`\n${table(['phase', 'requests', 'failed', 'failures', 'p99', 'action took', 'what'], phases)}`)
+if (phases.length) console.log(`\n${table(PHASE_COLUMNS, phases)}`)
 console.log(`\nNot proven on this cluster:\n${e2e.notes.map((n) => `- ${n}`).join('\n')}`)
 if (!opts.keep && !failed) {
   for (const ns of [NS, DATA_NS, `${NS}-bundled`, RESTORED_NS]) kubectl(['delete', 'ns', ns, '--wait=false'], { ok: true })
