@@ -15,12 +15,22 @@ export function previousRelease () {
   const versions = [...readFileSync(join(root, 'CHANGELOG.md'), 'utf8').matchAll(/^## \[(\d+\.\d+\.\d+[^\]]*)\]/gm)].map((m) => m[1])
   const previous = versions[versions.indexOf(version) + 1]
   if (!previous) throw new Error(`CHANGELOG.md names no release before ${version}`)
-  // Its tag; in a clone without tags, the last commit whose package.json says that version.
+  // Its tag; in a clone without tags, the commit before the one that moved package.json past it.
   const tag = git(['rev-parse', '-q', '--verify', `v${previous}^{commit}`])
-  let commit = tag.status === 0 ? tag.stdout.trim() : null
-  for (const c of commit ? [] : git(['log', '--format=%H', '--', 'package.json']).stdout.trim().split('\n')) {
-    if (JSON.parse(git(['show', `${c}:package.json`]).stdout).version === previous) { commit = c; break }
-  }
+  const commit = tag.status === 0 ? tag.stdout.trim() : lastCommitOf(previous)
   if (!commit) throw new Error(`no tag v${previous} and no commit with package.json at ${previous}`)
   return { version, previous: { version: previous, commit } }
+}
+
+const versionAt = (commit) => {
+  const file = git(['show', `${commit}:package.json`])
+  return file.status === 0 ? JSON.parse(file.stdout).version : null
+}
+
+/** The newest commit of the first-parent history whose package.json says `version`, followed by one that does not. */
+function lastCommitOf (version) {
+  for (const c of git(['log', '--first-parent', '--format=%H', '--', 'package.json']).stdout.trim().split('\n')) {
+    if (versionAt(c) !== version && versionAt(`${c}^1`) === version) return git(['rev-parse', `${c}^1`]).stdout.trim()
+  }
+  return null
 }
