@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { processesWithEnv } from '@suite/kit/testing'
 
-test('bench:etl --size: the table of steps, exit 0, and its PostgreSQL stopped', async () => {
+test('bench:etl --size: the table of steps and the load against PostgreSQL\'s own COPY, exit 0, and its PostgreSQL stopped', async () => {
   const marker = randomBytes(8).toString('hex') // inherited by the PostgreSQL server it starts
   const child = spawn(process.execPath, [fileURLToPath(new URL('./bench-etl.js', import.meta.url)), '--service', 'profile', '--size', '2000'], {
     env: { ...process.env, SUITE_TEST_MARKER: marker },
@@ -19,6 +19,8 @@ test('bench:etl --size: the table of steps, exit 0, and its PostgreSQL stopped',
   try {
     assert.equal(code, 0, out)
     assert.match(out, /\| load \(the CSV files\) \| [\d.]+ s \|/)
+    assert.match(out, /\| PostgreSQL's own COPY \([\d.]+ s\) \+ indexes and ANALYZE \([\d.]+ s\) \| [\d.]+ s \|/)
+    assert.match(out, /\| load \/ COPY \| [\d.]+× \|/)
     assert.deepEqual(processesWithEnv('SUITE_TEST_MARKER', marker), [], 'no PostgreSQL left running')
   } finally {
     for (const pid of processesWithEnv('SUITE_TEST_MARKER', marker)) process.kill(pid, 'SIGKILL')

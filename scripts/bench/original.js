@@ -24,9 +24,12 @@ export function originalTraffic (n) {
 // The connections of that script, the default of every --traffic original case.
 export const ORIGINAL_CONNECTIONS = 60
 
+// The service's CPU per request on the mix at full speed, at most this many times bare Fastify hello's.
+const MIX_CPU_OF_HELLO = 1.9
+
 /**
  * The read-path issue's targets on the originals' traffic: the cold mix ≥ 45% of bare Fastify hello
- * in the same run, one worker's process ≤ 150 MB RSS, and the CPU per hit and per miss solved from the
+ * in the same run and its CPU per request ≤ 1.9× hello's, one worker's process ≤ 150 MB RSS, and the CPU per hit and per miss solved from the
  * hot-only and uniform-only cases (each a mix of hits and misses in a known ratio).
  */
 export function originalTargets (rows, service, mixCase) {
@@ -38,8 +41,11 @@ export function originalTargets (rows, service, mixCase) {
   const rss = Math.max(...own.filter((r) => r.counters?.['RSS MB']).map((r) => r.counters['RSS MB']))
   const hot = own.find((r) => r.case === 'hot ids only')?.counters
   const uniform = own.find((r) => r.case === 'uniform ids only')?.counters
+  const helloCpu = hello.map((r) => r.counters?.['CPU µs/req']).filter((c) => c !== undefined)
+  const cpu = mix.counters?.['CPU µs/req'] / (helloCpu.reduce((a, c) => a + c, 0) / helloCpu.length)
   const out = [
     [`${mixCase} ≥ 45% of bare Fastify hello`, share >= 0.45, `${Math.round(100 * share)}%`],
+    ...(Number.isFinite(cpu) ? [[`${mixCase}: CPU per request ≤ ${MIX_CPU_OF_HELLO}× bare Fastify hello's (the service's process, both at full speed)`, cpu <= MIX_CPU_OF_HELLO, `${cpu.toFixed(2)}×`]] : []),
     ['RSS of the process (one worker: WORKERS=1) ≤ 150 MB', rss <= 150, `${Math.round(rss)} MB`]
   ]
   const per = mix.counters ?? {}

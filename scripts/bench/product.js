@@ -3,15 +3,10 @@
 // at a fixed 1K RPS (open loop, vegeta), bare Fastify (the latency floor of this machine and this
 // client), uncached styles, and page 1 against the deepest page interleaved in one run so that both
 // meet the same noise. Ends with the product issue's targets.
-import { runBench, warm } from './harness.js'
+import { runBench, warm, MODERATE_RPS } from './harness.js'
 import { pick } from './original.js'
 
 export const defaults = { products: 100_000 }
-
-// A cached read's CPU at a load well below what one worker serves here (~10K RPS): there, a turn of the
-// event loop holds a request or two, so a hit's round trip to Redis is not shared with others (one MGET
-// a request) as it is at saturation.
-const MODERATE_RPS = 3000
 
 export function run ({ products = defaults.products, ...opts }) {
   return runBench({

@@ -1,9 +1,10 @@
 // The profile service with the original's read mix — 75% of reads on 20 hot ids, 25% uniform — cached
-// (every restaurant read once first: the steady state of a running service, not its first minute)
-// and uncached, and writes: PUT and PATCH alternating on uniform ids, each committed, version bumped
+// (every restaurant read once first: the steady state of a running service, not its first minute), at
+// full speed and at a moderate fixed rate (its CPU per request against bare Fastify's for the same
+// bytes), and uncached, and writes: PUT and PATCH alternating on uniform ids, each committed, version bumped
 // and two cache keys invalidated before it answers.
 // --traffic original: the original's own load script at its own scale instead (see originalCases).
-import { runBench, warm } from './harness.js'
+import { runBench, warm, MODERATE_RPS } from './harness.js'
 import { pick, hitRatio, originalTraffic, originalTargets } from './original.js'
 
 export const defaults = { restaurants: 100_000 }
@@ -32,6 +33,7 @@ export function run ({ restaurants = defaults.restaurants, traffic = 'mix', ...o
       return [
         { name: 'cached GET /restaurants/:id (75% on 20 hot ids)', url: cached.url, path: () => `/restaurants/${mix()}`, sameBytes: true },
         { name: 'cached GET /restaurants/:id/profile (same mix)', url: cached.url, path: () => `/restaurants/${mix()}/profile`, sameBytes: true },
+        { name: `cached GET /restaurants/:id (same mix) at ${MODERATE_RPS / 1000}K RPS`, url: cached.url, path: () => `/restaurants/${mix()}`, rate: MODERATE_RPS, sameBytes: true },
         { name: 'uncached GET /restaurants/:id (same mix)', url: uncached.url, path: () => `/restaurants/${mix()}` },
         { name: 'PUT/PATCH mix (uniform ids)', url: cached.url, request: write }
       ]

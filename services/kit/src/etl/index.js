@@ -3,6 +3,6 @@
 export { CsvParser, parseCsv } from './csv.js'
 export { copyLine, pgTarget, pgliteTarget } from './copy.js'
 export { IdSet } from './idset.js'
-export { loadTables, LoadRefused } from './load.js'
+export { loadTables, LoadRefused, buildIndexes } from './load.js'
 export { seedTable } from './seed.js'
 export { prng, createOutput } from './generate.js'
