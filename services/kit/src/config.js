@@ -12,6 +12,9 @@ import { UserError } from './args.js'
 const heapDefault = Math.floor(getHeapStatistics().heap_size_limit * 0.9)
 const limit = process.constrainedMemory?.() ?? 0
 const rssDefault = limit > 0 && limit < totalmem() ? Math.floor(limit * 0.9) : 0
+// The near cache: a sixteenth of that limit, split among the workers, at most 64 MiB a worker (a pod of
+// the chart's 384Mi and one worker: 24 MiB); off without a limit (a developer's machine, the tests).
+const nearDefault = (workers) => limit > 0 && limit < totalmem() ? Math.min(64 * 2 ** 20, Math.floor(limit / 16 / workers)) : 0
 
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio']
 const PROTOCOLS = ['http/protobuf', 'http/json', 'grpc']
@@ -37,7 +40,7 @@ const TRACING_SETTINGS = {
 }
 
 /** The settings whose default is computed at start, from the machine or the container's limits. */
-export const COMPUTED_DEFAULTS = ['WORKERS', 'MAX_HEAP_USED_BYTES', 'MAX_RSS_BYTES']
+export const COMPUTED_DEFAULTS = ['WORKERS', 'MAX_HEAP_USED_BYTES', 'MAX_RSS_BYTES', 'CACHE_NEAR_MAX_BYTES']
 
 /** Settings every service has. Each service adds its own with `properties`. */
 export const baseSchema = {
@@ -67,7 +70,7 @@ export const baseSchema = {
     CACHE_BREAKER_FAILURES: { type: 'integer', minimum: 1, default: 3, description: 'circuit breaker: after this many Redis failures in a row (timeouts, errors) Redis is bypassed, every request goes to PostgreSQL at once' },
     CACHE_BREAKER_OPEN_MS: { type: 'integer', minimum: 100, default: 1000, description: 'circuit breaker: while bypassed, a PING this often checks whether Redis is back; once it answers, reads wait this long plus 1 s more (invalidations do not) so that missed invalidations are replayed first' },
     CACHE_MAX_ENTRY_BYTES: { type: 'integer', minimum: 0, default: 262144, description: 'answers larger than this (UTF-8 bytes) are served but not cached' },
-    CACHE_NEAR_MAX_BYTES: { type: 'integer', minimum: 0, default: 0, description: 'with Redis: the most memory the near cache of one worker holds (Redis answers kept in process, invalidated by Redis client-side caching, entries counted at their bytes plus 2 a key character plus 200, the least recently used out first); a write then answers once every near cache has dropped its key, or after 300 ms when one is stalled (which then serves no hits): never stale after an acknowledged write; set it the same on every replica; 0 (the default): every read goes to Redis, as cheap per request on a busy worker (its reads leave as one MGET a turn)' },
+    CACHE_NEAR_MAX_BYTES: { type: 'integer', minimum: 0, description: 'with Redis: the most memory the near cache of one worker holds (Redis answers kept in process, invalidated by Redis client-side caching, entries counted at their bytes plus 2 a key character plus 200, the least recently used out first); a write answers once every other near cache has dropped its key, or after 300 ms when one is stalled (which then serves no hits): never stale after an acknowledged write, whatever the other replicas\' setting; 0: every read goes to Redis; default: a sixteenth of the container memory limit split among the workers, at most 64 MiB a worker, 0 without a limit' },
     CACHE_MEMORY_MAX_BYTES: { type: 'integer', minimum: 0, default: 67108864, description: 'without Redis: the most memory the in-process cache of one worker holds (entries counted at their bytes plus 2 a key character plus 200); the least recently used go first' },
     CACHE_MEMORY_TTL_MS: { type: 'integer', minimum: 0, default: 1000, description: 'without Redis: the longest an answer is kept in process, from the moment it was read from PostgreSQL; another replica cannot invalidate it, so this bounds how stale a read can be after a write there' },
     SHUTDOWN_DELAY_MS: { type: 'integer', minimum: 0, default: 0, description: 'after SIGTERM, keep serving (not ready, Connection: close) this long before closing the port' },
@@ -101,6 +104,7 @@ export function loadConfig (extra = {}, env = process.env) {
   } catch (err) {
     throw new ConfigError(describe(err.errors?.[0], env) ?? err.message)
   }
+  config.CACHE_NEAR_MAX_BYTES ??= nearDefault(config.WORKERS)
   // Node refuses a server whose headers timeout is longer than its request timeout.
   if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
     throw new ConfigError(`config: HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS (got ${config.HTTP_HEADERS_TIMEOUT_MS} > ${config.HTTP_REQUEST_TIMEOUT_MS})`)

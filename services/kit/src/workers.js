@@ -202,6 +202,6 @@ export async function runWorkers (service, config, log, { hosted = false, exit =
     log.fatal({ err: err.message }, 'could not start workers')
     process.exit(1)
   }
-  log.info({ workers: count, address: addresses[0] }, `listening on ${addresses[0]} with ${count === 1 ? 'one worker, on the main thread' : `${count} worker threads`}`)
+  log.info({ workers: count, address: addresses[0], nearCacheBytes: config.CACHE_NEAR_MAX_BYTES }, `listening on ${addresses[0]} with ${count === 1 ? 'one worker, on the main thread' : `${count} worker threads`}`)
   return { addresses, close }
 }

@@ -341,6 +341,56 @@ test('redis near cache, 3 replicas: a read right after a write acknowledged on a
   }
 })
 
+test('redis near cache, replicas with it on and off (a rollout that turns it on): a read right after a write on any of them is never the old value', async (t) => {
+  const url = redisDb()
+  const replicas = await Promise.all(['33554432', '0', '33554432'].map((bytes) => cacheOn(t, url, { CACHE_NEAR_MAX_BYTES: bytes })))
+  await sleep(500)
+  const key = 't:near:mixed'
+  let version = 1
+  const load = async () => ({ value: `{"v":${version}}`, version })
+  const read = (r) => replicas[r].cache.wrapEntry(key, load).then(textOf)
+  for (let round = 1; round <= 30; round++) {
+    for (const r of [0, 1, 2]) { await read(r); await sleep(5); await read(r) }
+    version = round + 1
+    await replicas[round % 3].cache.invalidate(key, version)
+    const after = await Promise.all([0, 1, 2].map(read))
+    assert.deepEqual(after, [0, 1, 2].map(() => `{"v":${version}}`), `round ${round}: stale read after a write on replica ${round % 3}`)
+  }
+})
+
+test('redis near cache: a read in flight when its own worker writes the key is not kept (the writer waits for no acknowledgement of its own)', async (t) => {
+  const url = redisDb()
+  const { cache } = await cacheOn(t, url, { CACHE_NEAR_MAX_BYTES: '33554432' })
+  await sleep(500)
+  for (let round = 1; round <= 30; round++) {
+    const key = `t:near:own:${round}`
+    let version = 1
+    const load = async () => ({ value: `{"v":${version}}`, version })
+    await cache.wrapEntry(key, load)
+    await sleep(5) // in Redis, not yet near
+    const inFlight = cache.wrapEntry(key, load) // its MGET leaves at the end of this turn
+    await new Promise(setImmediate)
+    version = 2
+    await cache.invalidate(key, 2) // sent behind that MGET, on the same connection
+    assert.equal(textOf(await inFlight), '{"v":1}')
+    assert.equal(textOf(await cache.wrapEntry(key, load)), '{"v":2}', `round ${round}: the read in flight before the write was kept`)
+  }
+})
+
+test('CACHE_NEAR_MAX_BYTES by default: a sixteenth of the container memory limit split among the workers; off without a limit', async (t) => {
+  const env = { DATABASE_URL: await itemsDatabase(), REDIS_URL: redisDb() }
+  const nearBytes = async (extra, memoryLimitMb) => {
+    const svc = await startService({ entry, env: { ...env, LOG_LEVEL: 'info', ...extra }, memoryLimitMb })
+    await svc.stop()
+    return { limited: svc.memoryLimited, bytes: /"nearCacheBytes":(\d+)/.exec(svc.logs())?.[1] }
+  }
+  assert.equal((await nearBytes({ WORKERS: '1' })).bytes, '0')
+  const limited = await nearBytes({ WORKERS: '2' }, 384)
+  if (!limited.limited) return t.skip('no memory cgroup can be made on this machine')
+  assert.equal(limited.bytes, String(384 * 2 ** 20 / 16 / 2))
+  assert.equal((await nearBytes({ WORKERS: '1', CACHE_NEAR_MAX_BYTES: '0' }, 384)).bytes, '0')
+})
+
 test('redis near cache: the writes of one turn share one sync, acknowledged once by each near cache; each is seen by the others before it is acknowledged', async (t) => {
   const redis = await startRedis() // its own: commandstats count every PUBLISH the server takes
   t.after(() => redis.stop())

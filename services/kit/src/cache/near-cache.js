@@ -20,8 +20,15 @@
 //     come on two sockets, in either order) is not kept.
 // The writes of one event-loop turn share one sync message, and a listener acknowledges every sync
 // it received in a turn to each writer in one message: a turn of writes so costs a PUBLISH and one
-// acknowledgement from each near cache (at most NEAR_HEALTH_MS when one of them is stalled). Every replica must run with the same CACHE_NEAR_MAX_BYTES on or off:
-// a writer without a near cache does not wait for the others'.
+// acknowledgement from each other near cache (at most NEAR_HEALTH_MS when one of them is stalled).
+// A writer's own near cache needs none: the write drops the key there when it is sent and again once
+// Redis has taken it, and a read of the key in flight at either moment is not kept (reads and writes
+// share one connection: a read answered after the write was taken was sent after it, and reads the
+// new value).
+// Every worker with Redis runs the sync, with its near cache on (CACHE_NEAR_MAX_BYTES > 0) or off:
+// PUBLISH answers how many near caches listen on the sync channel, and a writer waits for those (none:
+// not at all). Replicas whose settings differ, during the rollout that changes it or by mistake, so
+// keep the guarantee (docs/decisions: the near cache is on in pods).
 // Bounded in bytes (CACHE_NEAR_MAX_BYTES per worker, the least recently used out first).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
@@ -31,10 +38,12 @@ import { childSpan } from '../tracing.js'
 const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300
 const INVALIDATIONS = '__redis__:invalidate'
-const SYNCS = 'suite:near:sync' // "<listener client id> <token>": acknowledge on ACKS + id
+const SYNCS = 'suite:near:sync:' // + Redis database; "<listener client id> <token>": acknowledge on ACKS + id
 const ACKS = 'suite:near:ack:' // "<token> <token>…": the syncs a listener received in one turn
 export function nearCache (config, redis, options, log) {
-  const entries = boundedEntries(config.CACHE_NEAR_MAX_BYTES)
+  const holds = config.CACHE_NEAR_MAX_BYTES > 0 // else: only the writers' side of the sync
+  const syncs = `${SYNCS}${redis.options.db ?? 0}` // the near caches of the keys this worker writes
+  const entries = holds ? boundedEntries(config.CACHE_NEAR_MAX_BYTES) : new Map() // off: never filled
   // key -> { gets: GETs in flight, invalidated: `invalidations` at the key's last one }: a GET keeps its
   // answer only if no invalidation of its key came after it was sent (a count alone would let a GET
   // sent before one be kept once a later GET of the same key made the count look clean again)
@@ -45,7 +54,8 @@ export function nearCache (config, redis, options, log) {
   let synced = 0 // when the last answered PING on the listener was sent: every invalidation queued before it is applied
   const listener = new Redis(config.REDIS_URL, { ...options, protocol: 2, autoResubscribe: false })
   let listenerId = null // CLIENT ID of the listening connection, once it is subscribed
-  const syncs = new Map() // token -> { acks, needed, done }: this worker's writes waiting for the near caches
+  const subscribed = Promise.withResolvers() // the first time it is
+  const waiting = new Map() // token -> { acks, needed, done }: this worker's writes waiting for the near caches
   let syncSeq = 0
   let turn = null // the sync this turn's writes share, until it is published
   const acks = new Map() // writer -> tokens received this turn, acknowledged together at its end
@@ -57,10 +67,12 @@ export function nearCache (config, redis, options, log) {
 
   async function track () {
     off()
-    if (redis.status !== 'ready' || listenerId === null) return
+    if (!holds || redis.status !== 'ready' || listenerId === null) return
     const mine = epoch
     try {
-      await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId)
+      // NOLOOP: no invalidation of what this connection writes itself (a miss's fill, a write's
+      // tombstone); redis-store.js drops those keys here as it writes them (delete below).
+      await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId, 'NOLOOP')
       // Nothing is held (off() emptied it), and whatever is read from now on is tracked.
       if (epoch === mine) { tracking = true; synced = performance.now() }
     } catch (err) {
@@ -72,8 +84,9 @@ export function nearCache (config, redis, options, log) {
     off()
     try {
       const id = await listener.client('ID')
-      await listener.subscribe(INVALIDATIONS, SYNCS, `${ACKS}${id}`)
+      await listener.subscribe(...(holds ? [INVALIDATIONS, syncs] : []), `${ACKS}${id}`)
       listenerId = id
+      subscribed.resolve()
       track()
     } catch (err) {
       log.debug({ err: err.message }, 'near cache: invalidations not subscribed, reading from Redis')
@@ -82,7 +95,7 @@ export function nearCache (config, redis, options, log) {
   listener.on('close', () => { listenerId = null })
   redis.on('ready', track)
   const acknowledged = (token) => {
-    const sync = syncs.get(token)
+    const sync = waiting.get(token)
     if (sync && ++sync.acks >= sync.needed) sync.done.resolve()
   }
   listener.on('messageBuffer', (channelBuffer, message) => {
@@ -95,9 +108,10 @@ export function nearCache (config, redis, options, log) {
         const flight = inflight.get(key)
         if (flight) invalidate(flight)
       }
-    } else if (channel === SYNCS) {
+    } else if (channel === syncs) {
       // Every invalidation queued before this sync has just been applied (above, in order).
       const [writer, token] = message.toString().split(' ')
+      if (writer === String(listenerId)) return // this worker's own write (see above)
       if (!acks.size) setImmediate(acknowledge)
       acks.get(writer)?.push(token) ?? acks.set(writer, [token])
     } else {
@@ -112,13 +126,13 @@ export function nearCache (config, redis, options, log) {
     conn.on('close', off)
     conn.on('error', off)
   }
-  const pinger = setInterval(() => {
+  const pinger = holds && setInterval(() => {
     if (!tracking) return
     const sent = performance.now()
     listener.ping().then(() => { if (sent > synced) synced = sent }, () => {})
     if (performance.now() - synced >= NEAR_HEALTH_MS) clear()
   }, NEAR_PING_MS)
-  pinger.unref()
+  if (pinger) pinger.unref()
 
   /** Publishes the sync of this turn's writes; resolves them once acknowledged by every near cache, or at the bound. */
   async function publishSync (shared) {
@@ -126,15 +140,16 @@ export function nearCache (config, redis, options, log) {
     const bound = sleep(NEAR_HEALTH_MS)
     const token = String(++syncSeq)
     const sync = { acks: 0, needed: Infinity, done: Promise.withResolvers() }
-    syncs.set(token, sync)
+    waiting.set(token, sync)
     try {
       if (listenerId === null) return await bound
-      sync.needed = await childSpan('PUBLISH', () => redisAttributes(redis, 'PUBLISH', 'near cache sync'), () => redis.publish(SYNCS, `${listenerId} ${token}`))
+      const listeners = await childSpan('PUBLISH', () => redisAttributes(redis, 'PUBLISH', 'near cache sync'), () => redis.publish(syncs, `${listenerId} ${token}`))
+      sync.needed = listeners - (holds ? 1 : 0) // not this worker's own near cache
       if (sync.acks < sync.needed) await Promise.race([sync.done.promise, bound])
     } catch {
       await bound
     } finally {
-      syncs.delete(token)
+      waiting.delete(token)
       shared.resolve()
     }
   }
@@ -172,7 +187,18 @@ export function nearCache (config, redis, options, log) {
       }
       return turn.promise
     },
-    delete: (key) => entries.delete(key),
+    /** Resolves to true once the listening connection is subscribed (writes then sync without waiting for it), false if `signal` aborts first. */
+    listening: (signal) => listenerId !== null || new Promise((resolve) => {
+      subscribed.promise.then(() => resolve(true))
+      if (signal.aborted) resolve(false)
+      signal.addEventListener('abort', () => resolve(false), { once: true })
+    }),
+    /** When this worker writes `key` to Redis (as it sends the write, and once Redis took it): not held, and a read of it in flight not kept. */
+    delete (key) {
+      entries.delete(key)
+      const flight = inflight.get(key)
+      if (flight) invalidate(flight)
+    },
     clear,
     close () { clearInterval(pinger); off(); listener.disconnect() }
   }

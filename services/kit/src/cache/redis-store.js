@@ -54,7 +54,7 @@ export function redisStore (config, log) {
   }
   function trip () {
     open = true
-    near?.clear()
+    near.clear()
     if (!closed) setTimeout(probe, config.CACHE_BREAKER_OPEN_MS).unref()
   }
   async function probe () {
@@ -72,7 +72,11 @@ export function redisStore (config, log) {
   const missed = new Map()
   // A command's span (under the request that sends it, when it is traced).
   const command = (name, summary, send) => childSpan(name, () => redisAttributes(redis, name, summary), send)
-  const tombstone = (key, version, ttl) => guard(() => command('EVALSHA', 'setIfNotOlder', () => redis.setIfNotOlder(key, version, String(version), ttl)))
+  // This worker's writes drop the key from its near cache once Redis took them (Redis does not tell
+  // the connection that wrote: NOLOOP): a read answered before the write took effect (sent between a
+  // NOSCRIPT and the EVAL ioredis then sends, say) is not kept either.
+  const write = (key, send) => guard(() => command('EVALSHA', 'setIfNotOlder', send)).finally(() => near.delete(key))
+  const tombstone = (key, version, ttl) => write(key, () => redis.setIfNotOlder(key, version, String(version), ttl))
   const replay = () => Promise.all([...missed].map(([key, [version, ttl]]) =>
     tombstone(key, version, ttl).then(() => { if (missed.get(key)?.[0] === version) missed.delete(key) }, () => {})))
   const retry = setInterval(() => { if (missed.size && !open) replay() }, REPLAY_MS)
@@ -84,7 +88,7 @@ export function redisStore (config, log) {
     replay()
   })
   redis.on('error', (err) => { if (up !== false) log.warn({ err: err.message }, 'redis unavailable, serving from PostgreSQL'); up = false })
-  const near = config.CACHE_NEAR_MAX_BYTES > 0 ? nearCache(config, redis, options, log) : null
+  const near = nearCache(config, redis, options, log) // with CACHE_NEAR_MAX_BYTES 0, only the writers' sync
   // The reads of one turn of the event loop go out as one MGET: one write, one reply and one timer
   // for every request that came in together (a key asked twice, once), instead of a write, a read and a
   // Redis wake-up each; on a busy worker those system calls were most of a cached read's CPU. A batch
@@ -114,37 +118,38 @@ export function redisStore (config, log) {
   const read = (key) => guard(() => batched(key))
   return {
     kind: 'redis',
-    get: (key) => settleUntil > Date.now() || open ? Promise.reject(BYPASSED) : near ? near.get(key, read) : read(key),
-    setIfNotOlder: (key, version, value, ttl) => guard(() => command('EVALSHA', 'setIfNotOlder', () => redis.setIfNotOlder(key, version, value, ttl))),
+    get: (key) => settleUntil > Date.now() || open ? Promise.reject(BYPASSED) : near.get(key, read),
+    setIfNotOlder: (key, version, value, ttl) => write(key, () => redis.setIfNotOlder(key, version, value, ttl)),
     async tombstone (key, version, ttl) {
-      near?.delete(key) // this worker's own write: at once (Redis's invalidation follows for the others)
+      near.delete(key) // this worker's own write: at once, and again once Redis took it (above)
       try {
         await tombstone(key, version, ttl)
       } catch (err) {
         missed.set(key, [version, ttl])
         throw err
       }
-      await near?.sync() // every other near cache has dropped the key, or no longer serves hits
+      await near.sync() // every other near cache has dropped the key, or no longer serves hits
     },
     state: () => open ? 'bypassed' : redis.status === 'ready' ? 'ok' : 'down',
-    /** Resolves to true once connected, or false after `timeoutMs` (commands fail fast until then). */
+    /** Resolves to true once connected (and the near cache's sync listening), or false after `timeoutMs` (commands fail fast until then). */
     async connected (timeoutMs = 5000) {
-      if (redis.status === 'ready') return true
       const timer = AbortSignal.timeout(timeoutMs)
-      return once(redis, 'ready', { signal: timer }).then(() => true, () => false)
+      const ready = redis.status === 'ready' || await once(redis, 'ready', { signal: timer }).then(() => true, () => false)
+      return ready && near.listening(timer)
     },
     async deleteByPrefix (prefix) {
       let deleted = 0
       for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 })) {
         if (keys.length) deleted += await redis.unlink(...keys)
       }
-      await near?.sync()
+      near.clear()
+      await near.sync()
       return deleted
     },
     async close () {
       closed = true
       clearInterval(retry)
-      near?.close()
+      near.close()
       await redis.quit().catch(() => redis.disconnect())
     }
   }
