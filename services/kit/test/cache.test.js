@@ -321,6 +321,28 @@ test('redis near cache: a hit costs no round trip to Redis; a write on another r
   }
 })
 
+test('redis near cache: a key is held (and tracked by Redis) from its second read on; keys read once cost Redis no tracking', async (t) => {
+  const redis = await startRedis()
+  t.after(() => redis.stop())
+  const stats = new Redis(redis.url)
+  t.after(() => stats.disconnect())
+  const info = async (pattern) => Number(pattern.exec(await stats.info())?.[1] ?? 0)
+  const tracked = () => info(/tracking_total_keys:(\d+)/)
+  const reads = () => info(/cmdstat_mget:calls=(\d+)/)
+  const { cache } = await cacheOn(t, redis.url, { CACHE_NEAR_MAX_BYTES: '33554432' })
+  await sleep(500)
+  const keys = Array.from({ length: 50 }, (_, i) => `t:near:seen:${i}`)
+  const read = (key) => cache.wrapEntry(key, async () => `"${key}"`).then(textOf)
+  for (const key of keys) await read(key) // asked once: a miss, loaded, stored
+  await sleep(20)
+  assert.equal(await tracked(), 0, 'keys read once are not tracked')
+  for (const key of keys) assert.equal(await read(key), `"${key}"`) // twice: from Redis, tracked, held
+  assert.equal(await tracked(), 50)
+  const before = await reads()
+  for (const key of keys) assert.equal(await read(key), `"${key}"`)
+  assert.equal(await reads() - before, 0, 'the third read of each is a near hit')
+})
+
 test('redis near cache, 3 replicas: a read right after a write acknowledged on another replica is never the old value', async (t) => {
   const url = redisDb()
   const env = { CACHE_NEAR_MAX_BYTES: '33554432' }

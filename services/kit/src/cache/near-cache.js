@@ -37,12 +37,18 @@ import { childSpan } from '../tracing.js'
 
 const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300
+const SEEN_KEYS = 8192 // the keys asked for once kept in mind, at most: then forgotten all at once
 const INVALIDATIONS = '__redis__:invalidate'
 const SYNCS = 'suite:near:sync:' // + Redis database; "<listener client id> <token>": acknowledge on ACKS + id
 const ACKS = 'suite:near:ack:' // "<token> <token>…": the syncs a listener received in one turn
 export function nearCache (config, redis, options, log) {
   const holds = config.CACHE_NEAR_MAX_BYTES > 0 // else: only the writers' side of the sync
   const syncs = `${SYNCS}${redis.options.db ?? 0}` // the near caches of the keys this worker writes
+  // Keys asked for once lately: a key is held from its second read on (Redis tracks it from then),
+  // so reads spread over far more keys than fit (menus uniform over millions) cost neither a copy and
+  // an eviction each nor a key in Redis's tracking table, which past its bound (tracking-table-max-keys)
+  // evicts keys with an invalidation each.
+  const seen = new Set()
   const entries = holds ? boundedEntries(config.CACHE_NEAR_MAX_BYTES) : new Map() // off: never filled
   // key -> { gets: GETs in flight, invalidated: `invalidations` at the key's last one }: a GET keeps its
   // answer only if no invalidation of its key came after it was sent (a count alone would let a GET
@@ -70,9 +76,11 @@ export function nearCache (config, redis, options, log) {
     if (!holds || redis.status !== 'ready' || listenerId === null) return
     const mine = epoch
     try {
-      // NOLOOP: no invalidation of what this connection writes itself (a miss's fill, a write's
-      // tombstone); redis-store.js drops those keys here as it writes them (delete below).
-      await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId, 'NOLOOP')
+      // OPTIN: Redis tracks only the keys of a read preceded by CLIENT CACHING YES (redis-store.js
+      // sends it before a batch with a key to hold). NOLOOP: no invalidation of what this connection
+      // writes itself (a miss's fill, a write's tombstone); redis-store.js drops those keys here as
+      // it writes them (delete below).
+      await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId, 'OPTIN', 'NOLOOP')
       // Nothing is held (off() emptied it), and whatever is read from now on is tracked.
       if (epoch === mine) { tracking = true; synced = performance.now() }
     } catch (err) {
@@ -155,10 +163,16 @@ export function nearCache (config, redis, options, log) {
   }
 
   return {
+    /** `key`'s value: held, or read by `read(key, tracked)` (tracked: Redis is to track it), then held if it was asked for before. */
     async get (key, read) {
-      if (!usable()) return read(key)
+      if (!usable()) return read(key, false)
       const e = entries.get(key)
       if (e) return e.value
+      if (!seen.has(key)) {
+        if (seen.size >= SEEN_KEYS) seen.clear()
+        seen.add(key)
+        return read(key, false)
+      }
       const sentIn = epoch
       const sentAt = invalidations
       let flight = inflight.get(key)
@@ -166,7 +180,7 @@ export function nearCache (config, redis, options, log) {
       flight.gets++
       let value
       try {
-        value = await read(key)
+        value = await read(key, true)
       } finally {
         if (--flight.gets === 0) inflight.delete(key)
         if (flight.invalidated <= sentAt && value != null && sentIn === epoch && usable()) entries.set(key, { value: ownBytes(value) })

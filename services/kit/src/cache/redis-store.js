@@ -96,12 +96,15 @@ export function redisStore (config, log) {
   // so CACHE_TIMEOUT_MS still bounds each.
   let batch = null // key -> the read of it this turn (one per key, whoever asked)
   let contexts = null // the traced requests of this turn's reads: the MGET's span is linked to each
-  const batched = (key) => {
+  let tracked = false // a read of this turn is of a key the near cache is to hold: Redis is to track the MGET's keys
+  const batched = (key, track) => {
     if (!batch) {
       batch = new Map()
       contexts = []
+      tracked = false
       setImmediate(flush)
     }
+    if (track) tracked = true
     const traced = requestContext()
     if (traced) contexts.push(traced)
     let read = batch.get(key)
@@ -111,11 +114,14 @@ export function redisStore (config, log) {
   function flush () {
     const reads = [...batch]
     batch = null
+    // Sent right before the MGET on the same connection: Redis tracks that command's keys (OPTIN).
+    // Refused (its answer comes before the MGET's): the reads in flight are not kept.
+    if (tracked) redis.client('CACHING', 'yes').catch(() => near.clear())
     linkedSpan('MGET', contexts, () => ({ ...redisAttributes(redis, 'MGET'), 'suite.batch.keys': reads.length }), () => redis.mgetBuffer(reads.map(([key]) => key))).then(
       (values) => reads.forEach(([, read], i) => read.resolve(values[i])),
       (err) => reads.forEach(([, read]) => read.reject(err)))
   }
-  const read = (key) => guard(() => batched(key))
+  const read = (key, track) => guard(() => batched(key, track))
   return {
     kind: 'redis',
     get: (key) => settleUntil > Date.now() || open ? Promise.reject(BYPASSED) : near.get(key, read),
