@@ -1,6 +1,6 @@
 // `npm run bench:etl`: a service's data commands at full scale, each as its own process, timed, with
 // its peak memory (VmHWM), against the targets:
-//   product  the Atelier set (1,000,011 products, 26.8M rows, 2.2 GB) loaded in ≤ 120 s, ≤ 256 MB RSS
+//   product  the Atelier set (1,000,011 products, 26.8M rows, 2.2 GB) loaded in ≤ 120 s, the load ≤ 128 MB RSS (every step ≤ 256 MB)
 //            (`generate` into files, then `load`: the loader is what is timed)
 //   menu     10M menus generated and loaded in ≤ 180 s, in constant memory (`seed`: generated straight
 //            into PostgreSQL; --files also times the path through 12.8 GB of CSV, generate + load)
@@ -23,11 +23,12 @@ import pg from 'pg'
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
 import { startPostgres, watchMemory } from '@suite/kit/testing'
 import { buildIndexes } from '@suite/kit/etl'
+import { imageNodeArgs } from './bench/harness.js'
 import { commandLine, oneOf, wholeNumber } from '@suite/kit/args'
 
 const OF_COPY = 1.25 // a load's time, at most, over PostgreSQL's own COPY of its rows
 const SERVICES = {
-  product: { count: 'products', full: 1_000_011, targets: { load: 120 }, memoryMb: 128 },
+  product: { count: 'products', full: 1_000_011, targets: { load: 120 }, memoryMb: 256, loadMemoryMb: 128 },
   menu: { count: 'menus', full: 10_000_000, seed: true, targets: { seed: 180 }, memoryMb: 256 },
   profile: { count: 'restaurants', full: 10_000_000, targets: {}, memoryMb: 256 }
 }
@@ -99,10 +100,10 @@ async function copyBaseline (loadedUrl) {
   })
 }
 
-/** Runs `node cli ...args`; resolves to { seconds, peakMb } (peak resident set, sampled from /proc). */
+/** Runs `node cli ...args` as in its pod (the image's node flags); resolves to { seconds, peakMb } (peak resident set, sampled from /proc). */
 async function timed (args, env = {}) {
   const t0 = Date.now()
-  const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'inherit', 'inherit'] })
+  const child = spawn(process.execPath, [...imageNodeArgs(root), cli, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'inherit', 'inherit'] })
   const memory = watchMemory(child.pid)
   const code = await new Promise((resolve) => child.on('exit', resolve))
   const peakMb = memory.stop()
@@ -172,6 +173,7 @@ try {
   if (size === spec.full) {
     const timedSteps = steps.filter(([, r]) => r)
     const checks = [[`peak RSS ≤ ${spec.memoryMb} MB, every step`, timedSteps.every(([, r]) => r.peakMb <= spec.memoryMb)]]
+    if (spec.loadMemoryMb) checks.push([`peak RSS of the load ≤ ${spec.loadMemoryMb} MB`, loaded.peakMb <= spec.loadMemoryMb])
     if (spec.targets.load) checks.push([`load ≤ ${spec.targets.load} s`, loaded.seconds <= spec.targets.load])
     if (baseline) checks.push([`load ≤ ${OF_COPY}× PostgreSQL's own COPY of its rows`, loaded.seconds <= OF_COPY * baseline.seconds])
     if (spec.targets.seed) checks.push([`generated and loaded (seed) ≤ ${spec.targets.seed} s`, steps[0][1].seconds <= spec.targets.seed])

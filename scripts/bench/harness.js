@@ -25,7 +25,8 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 // A service runs as in its pod: node with its image's flags (the exec-form ENTRYPOINT instruction of
 // `tree`'s services/Dockerfile, between "node" and the script), in a memory cgroup of the chart's
 // default limit where this machine lets us make one (Node sizes its heap from that limit).
-const imageNodeArgs = (tree) => JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(`${tree}services/Dockerfile`, 'utf8'))[1]).slice(1, -1)
+/** The node flags of the image's ENTRYPOINT (services/Dockerfile) in `tree`: what every service and data command runs with in its pod. */
+export const imageNodeArgs = (tree) => JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(`${tree}services/Dockerfile`, 'utf8'))[1]).slice(1, -1)
 const podMemory = parse(readFileSync(`${root}charts/service/values.yaml`, 'utf8')).resources.limits.memory
 if (!/^\d+Mi$/.test(podMemory)) throw new Error(`charts/service/values.yaml: resources.limits.memory ${podMemory} is not in Mi`)
 export const POD_MEMORY_MB = Number.parseInt(podMemory)

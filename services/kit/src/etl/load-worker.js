@@ -9,12 +9,13 @@ const { etlModule, databaseUrl, databasePassword, applicationName, dir, rejectsF
 // By URL: the service that started this thread names its own data module.
 const { load } = await import(etlModule)
 await runInThread(async () => {
-  const client = new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName })
-  await client.connect()
+  // Two connections: the files are copied on one while the tables already loaded get their indexes on the other.
+  const [client, indexClient] = [0, 1].map(() => new pg.Client({ ...connectionOptions(databaseUrl, databasePassword), application_name: applicationName }))
   try {
-    const summary = await load({ db: pgTarget(client), dir, rejectsFile, progress, ...limits })
+    await Promise.all([client.connect(), indexClient.connect()])
+    const summary = await load({ db: pgTarget(client), indexDb: pgTarget(indexClient), dir, rejectsFile, progress, ...limits })
     return summary.files.map((f) => ({ file: f.file, loaded: f.loaded, rejected: f.rejected }))
   } finally {
-    await client.end()
+    await Promise.allSettled([client.end(), indexClient.end()])
   }
 })

@@ -91,9 +91,11 @@ function converter (type) {
  */
 
 /**
- * @param {{ db: object, dir: string, tables: TableSpec[], rejectsFile: string, progress?: true|'lines'|false, out?: NodeJS.WritableStream,
+ * @param {{ db: object, indexDb?: object, dir: string, tables: TableSpec[], rejectsFile: string, progress?: true|'lines'|false, out?: NodeJS.WritableStream,
  *   minRows?: number, maxRejectRatio?: number, maxRecord?: number, swapWaitSeconds?: number }} o
- *   db: pgTarget(client) or pgliteTarget(pglite); tables in dependency order (referenced first);
+ *   db: pgTarget(client) or pgliteTarget(pglite); indexDb: a second connection to the same database,
+ *   on which each table's keys and indexes are built while the next file is copied (default: db,
+ *   after each file); tables in dependency order (referenced first);
  *   progress: true a redrawn bar (a terminal), 'lines' a plain line every 5 s, false nothing;
  *   the limits: see LOAD_DEFAULTS
  * @returns summary: { files: [...], tables: string[], rejectsFile, seconds, phases }
@@ -101,7 +103,7 @@ function converter (type) {
  *   rows or rejects more than maxRejectRatio of them, or the swap cannot lock the tables within
  *   swapWaitSeconds; the live tables are then as they were
  */
-export async function loadTables ({ db, dir, tables, rejectsFile, progress = process.stderr.isTTY ? true : 'lines', out = process.stderr, ...options }) {
+export async function loadTables ({ db, indexDb = db, dir, tables, rejectsFile, progress = process.stderr.isTTY ? true : 'lines', out = process.stderr, ...options }) {
   const limits = { ...LOAD_DEFAULTS, ...definedOnly(options) }
   const started = Date.now()
   const phases = {}
@@ -109,6 +111,9 @@ export async function loadTables ({ db, dir, tables, rejectsFile, progress = pro
   // Every file is there before anything is read: a missing last file must not cost a whole load.
   for (const spec of tables) await statFile(dir, spec.file)
   const files = []
+  // Each loaded table's keys and indexes, built on indexDb (a second connection) while the next file
+  // is read and copied: PostgreSQL builds them with CPU the parsing leaves it.
+  const builds = []
   try {
     const rejects = createWriteStream(rejectsFile)
     rejects.write('file,line,reason,row\n')
@@ -119,18 +124,23 @@ export async function loadTables ({ db, dir, tables, rejectsFile, progress = pro
         files.push(result)
         phases[`copy ${spec.file}`] = seconds(t0)
         plausible(result, limits)
+        const build = buildIndexes(indexDb, spec.table)
+        build.catch(() => {}) // awaited below
+        builds.push(build)
+        if (indexDb === db) await build // one connection: one statement at a time
       }
     } finally {
       rejects.end()
       await finished(rejects)
     }
     let t0 = Date.now()
-    for (const spec of tables) await buildIndexes(db, spec.table)
-    phases.indexes = seconds(t0)
+    await Promise.all(builds)
+    phases['indexes after the last copy'] = seconds(t0)
     t0 = Date.now()
     await swap(db, tables, limits)
     phases.swap = seconds(t0)
   } catch (err) {
+    await Promise.allSettled(builds)
     // The loaded copies are of no use now (and can be large): dropped, the live tables untouched.
     for (const spec of tables) await db.query(`DROP TABLE IF EXISTS ${spec.table}_load`).catch(() => {})
     if (err instanceof LoadRefused && files.length && progress !== false) out.write(formatSummary({ files, rejectsFile, seconds: seconds(started), phases }))
@@ -252,7 +262,9 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out, maxRecor
     copied.catch(() => {}) // awaited below; an early failure must not be an unhandled rejection
     const parser = new CsvParser(onRecord, { maxRecord })
     let bytes = 0
-    for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
+    // 64 KiB chunks: a chunk's text, the record left over and the substrings cut from them stay in
+    // V8's young generation (1 MiB chunks: 1.6x the time and 80 MB more memory).
+    for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 16 })) {
       bytes += Buffer.byteLength(chunk) // progress in bytes of the file, not characters
       parser.push(chunk)
       if (buffer.length >= FLUSH_AT) {
