@@ -1,7 +1,8 @@
 // Loads CSV files into PostgreSQL tables, whatever their size, in constant memory:
 //   stream → parse → check each row (types, duplicate keys, references to tables loaded before)
 //   → COPY into `<table>_load`, created in the same transaction (with wal_level=minimal the COPY
-//   writes no WAL) → build the live table's constraints and indexes → ANALYZE → swap all tables in
+//   writes no WAL) → build the live table's constraints and indexes → ANALYZE (on a second
+//   connection, while the next file is read and copied) → swap all tables in
 //   one short transaction. Readers see the old data until the swap; running a load twice gives the
 //   same state. Every row that is not loaded is written to the rejects file with its reason, and
 //   every row changed on the way is counted as a fix: nothing is dropped or altered silently.
