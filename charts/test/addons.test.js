@@ -2,8 +2,11 @@
 // agree: ServiceMonitor selection, dashboard sidecar labels, NetworkPolicy peers, the RPS metric, kind.
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { findBinary } from '@suite/kit/testing'
 import { K8S_VERSION, charts, kubeconform, parse, requireTools, root, run, selects, shared } from './lib.js'
 
 before(requireTools)
@@ -153,6 +156,38 @@ test('prometheus-adapter serves the metric the HPAs ask for, from the stack\'s P
   assert.equal(adapter.prometheus.url, `http://${addon('kube-prometheus-stack').release}-prometheus.${addon('kube-prometheus-stack').namespace}.svc`)
   assert.deepEqual(adapter.rules.custom.map((r) => r.name.as), [service.autoscaling.requestsPerSecond.metricName])
   assert.match(adapter.rules.custom[0].seriesQuery, /^http_request_duration_seconds_count\{/)
+})
+
+// promtool evaluates the adapter's query as the adapter sends it for an HPA's pods, on series as a
+// ServiceMonitor scrape writes them: p-1 serves 2 requests a second besides its probes, p-2 was added by a
+// scale-out and has answered only probes, p-3's scrape fails. Without p-2's 0 an HPA whose every serving
+// pod left (a scale-down keeps the new pods) gets no metric and holds its replicas.
+test('prometheus-adapter: a pod that has served only probes is 0 requests per second, a pod not scraped is missing', () => {
+  const [rule] = yaml(join(k8s, 'prometheus-adapter.yaml')).rules.custom
+  const pods = ['p-1', 'p-2', 'p-3']
+  const query = rule.metricsQuery.replaceAll('<<.Series>>', 'http_request_duration_seconds_count')
+    .replaceAll('<<.LabelMatchers>>', `namespace="suite",pod=~"${pods.join('|')}"`).replaceAll('<<.GroupBy>>', 'pod')
+  const series = (name, pod, labels, values) => ({ series: `${name}{namespace="suite",pod="${pod}"${labels}}`, values })
+  const count = (pod, route, values) => series('http_request_duration_seconds_count', pod, `,method="GET",route="${route}",status_code="200"`, values)
+  const dir = mkdtempSync(join(tmpdir(), 'suite-adapter-'))
+  try {
+    writeFileSync(join(dir, 'test.yaml'), JSON.stringify({
+      rule_files: [],
+      tests: [{
+        interval: '5s',
+        input_series: [
+          count('p-1', '/products', '0+10x24'), count('p-1', '/readyz', '0+2x24'), series('up', 'p-1', '', '1x24'),
+          count('p-2', '/readyz', '0+2x24'), count('p-2', '/metrics', '0+1x24'), series('up', 'p-2', '', '1x24'),
+          series('up', 'p-3', '', '0x24')
+        ],
+        promql_expr_test: [{ expr: query, eval_time: '2m', exp_samples: [{ labels: '{pod="p-1"}', value: 2 }, { labels: '{pod="p-2"}', value: 0 }] }]
+      }]
+    }))
+    const unit = spawnSync(findBinary('promtool'), ['test', 'rules', join(dir, 'test.yaml')], { encoding: 'utf8' })
+    assert.equal(unit.status, 0, unit.stdout + unit.stderr)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 // The add-on values against the exact chart archives install-addons.sh pins (../shared/k8s/charts, as

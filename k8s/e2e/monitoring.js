@@ -136,17 +136,28 @@ export async function rpsAutoscaling () {
   // Back to 1 replica takes minutes (the metric's rate window, then the scale-down window): waited for
   // while the next stages run, which send product no load (a trace's request aside), and joined by
   // scaledBack(). kubectl runs without blocking: those stages' load shares this event loop.
-  scaleDown = waitFor('the HPA scales product back to 1 replica after the load', async () => JSON.parse(await runAsync('kubectl', ['get', 'hpa', '-n', NS, name, '-o', 'json'])).status.desiredReplicas === 1, 420, 2000)
+  // Meanwhile the adapter must answer for every pod, the new ones that never served at 0: a pod
+  // missing there leaves the HPA without a metric once the pods that served are gone.
+  const selector = encodeURIComponent('app.kubernetes.io/name=product,app.kubernetes.io/component=server')
+  const metricPath = `/apis/custom.metrics.k8s.io/v1beta1/namespaces/${NS}/pods/*/http_requests_per_second?labelSelector=${selector}`
+  adapter = { most: 0, zeros: 0 }
+  scaleDown = waitFor('the HPA scales product back to 1 replica after the load', async () => {
+    const items = JSON.parse(await runAsync('kubectl', ['get', '--raw', metricPath])).items
+    if (items.length > adapter.most) adapter = { most: items.length, zeros: items.filter((i) => i.value === '0').length }
+    return JSON.parse(await runAsync('kubectl', ['get', 'hpa', '-n', NS, name, '-o', 'json'])).status.desiredReplicas === 1
+  }, 420, 2000)
     .then(() => (Date.now() - stopped) / 1000)
   scaleDown.catch(() => {}) // thrown where it is joined
   return `product 1 → ${up.desiredReplicas} replicas ${upSeconds} s into ${rate} RPS (the adapter's metric: ${seen} per pod, target 15)`
 }
 
-let scaleDown
+let scaleDown, adapter
 /** The scale-down that rpsAutoscaling started, waited for. */
 export async function scaledBack () {
   if (!scaleDown) return 'no scale-out to come back from'
-  return `product back to 1 replica ${(await scaleDown).toFixed(0)} s after the load`
+  const seconds = await scaleDown
+  if (adapter.most < 2) e2e.problems.push(`prometheus-adapter answered http_requests_per_second for at most ${adapter.most} product pod(s) while it ran more`)
+  return `product back to 1 replica ${seconds.toFixed(0)} s after the load; the adapter answered for ${adapter.most} pods at most (${adapter.zeros} at 0)`
 }
 
 /**
