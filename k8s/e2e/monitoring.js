@@ -12,11 +12,10 @@ import { builtins, interpolate, queryVariables, targets, variableValues } from '
 import { addonImages } from './addon-images.js'
 import { labTraefik } from './lab-traefik.js'
 import { http, kjson, kubectl, run, runAsync, steadyLoad, waitFor } from './lib.js'
-import { DATA_NS, INGRESS_HOST, INGRESS_URL, LOAD, NS, SERVICES, e2e, env, fullname } from './context.js'
+import { DATA_NS, INGRESS_HOST, INGRESS_URL, LOAD, NS, SCRAPE_SECONDS, SERVICES, e2e, env, fullname } from './context.js'
 
 const MONITORING = 'monitoring'
 const OBSERVABILITY = 'observability'
-export const SCRAPE_SECONDS = 5 // k8s/lab/kube-prometheus-stack.yaml
 /** GET on a Service of the cluster through the API server's proxy: no port-forward, any cluster. */
 const proxied = (ns, service, path) => JSON.parse(kubectl(['get', '--raw', `/api/v1/namespaces/${ns}/services/${service}/proxy${path}`]).stdout)
 const prom = {
