@@ -46,7 +46,7 @@ const files = {
 
   [`services/${name}/src/cli.js`]: `#!/usr/bin/env node
 // ${name} serve | migrate
-import { runCli } from '@suite/kit'
+import { runCli } from '@suite/kit/cli'
 import service from './service.js'
 
 await runCli(service, {})
@@ -54,7 +54,9 @@ await runCli(service, {})
 
   [`services/${name}/src/service.js`]: `// The ${name} service, as the kit runs it: name, migrations and routes.
 import manifest from '../package.json' with { type: 'json' }
-import routes from './routes.js'
+
+// Every cache key starts with this.
+export const CACHE_PREFIX = '${name}:'
 
 export default {
   name: '${name}',
@@ -62,16 +64,15 @@ export default {
   description: 'The ${name} service.',
   url: import.meta.url, // each worker thread imports this module again from here
   migrations: new URL('../migrations/', import.meta.url),
-  routes
+  // Imported by the instances that serve: the other commands never load the routes.
+  routes: new URL('./routes.js', import.meta.url)
 }
 `,
 
   [`services/${name}/src/routes.js`]: `import { queryDocument, httpError } from '@suite/kit'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
-
-// Every cache key starts with this.
-export const CACHE_PREFIX = '${name}:'
+import { CACHE_PREFIX } from './service.js'
 
 export default async function routes (app) {
   const { pg } = app

@@ -1,6 +1,5 @@
 // The flows service, as the kit runs it: name, settings, migrations and routes.
 import manifest from '../package.json' with { type: 'json' }
-import routes from './routes.js'
 
 export default {
   name: 'flows',
@@ -17,5 +16,6 @@ export default {
       FLOWS_IDEMPOTENCY_TTL_HOURS: { type: 'integer', minimum: 1, default: 24, description: 'how long an Idempotency-Key is remembered' }
     }
   },
-  routes
+  // Imported by the instances that serve: the other commands (a data load) never load the routes.
+  routes: new URL('./routes.js', import.meta.url)
 }

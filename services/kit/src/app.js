@@ -51,7 +51,8 @@ function newRequestId () {
 
 /**
  * @param {object} deps
- * @param {{ name: string, version?: string, description?: string, routes: Function }} deps.service
+ * @param {{ name: string, version?: string, description?: string, routes: URL }} deps.service  `routes`: the module
+ *   whose default export is the service's routes (a Fastify plugin), imported here
  * @param {Function} deps.collectMetrics  (format) resolves to the exposition of the whole process in that format
  * @param {object} [deps.tracing]  the instance's tracing (tracing.js), or null: no tracing work at all
  * @param {Function} [deps.databaseState]  'ok' | 'down' | 'unknown': PostgreSQL as this pod's own
@@ -236,7 +237,7 @@ export async function buildApp ({ service, config, log, metrics, pool, cache, tr
       }
     })
     scope.addHook('onRoute', declareKitErrors)
-    await scope.register(service.routes)
+    await scope.register((await import(service.routes)).default)
   })
 
   app.addHook('onClose', async () => {

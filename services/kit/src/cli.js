@@ -8,10 +8,7 @@ import { Worker } from 'node:worker_threads'
 import { once } from 'node:events'
 import { setTimeout } from 'node:timers/promises'
 import { createPool, isUnavailable } from './pg.js'
-import { createCache } from './cache/index.js'
-import { createMetrics } from './metrics.js'
 import { migrate, MigrationError } from './migrate.js'
-import { runWorkers } from './workers.js'
 import { runCommand, usageText, UsageError, UserError, wholeNumber, numberIn } from './args.js'
 import { LOAD_DEFAULTS } from './etl/load.js'
 
@@ -26,6 +23,9 @@ const THREADS = {
 // migrate's lock waits: --wait, but at least this (a concurrent migrate that is about to finish
 // must not fail a `--wait 0` run such as load's).
 const MIN_LOCK_WAIT_S = 5
+// What only serve needs (Fastify, the cache, the metrics, the tracing SDK) is imported when it
+// runs: the other commands, a data load among them, do not carry it (40 MB of a load's memory).
+const runWorkers = async (...args) => (await import('./workers.js')).runWorkers(...args)
 
 /**
  * @param {object} service  the service definition (src/service.js's default export)
@@ -282,6 +282,7 @@ async function holdsRows ({ service, config, log }, table) {
 
 // After new data is swapped in, the cached answers under `prefix` are old: delete them.
 async function clearCache (ctx, prefix) {
+  const [{ createCache }, { createMetrics }] = await Promise.all([import('./cache/index.js'), import('./metrics.js')])
   const cache = createCache({ config: ctx.config, metrics: createMetrics(), log: ctx.log })
   try {
     await cache.connected()

@@ -2,7 +2,8 @@
 // Each instance — a worker thread, or the main thread with one worker; under npm start, each service
 // of the launcher — has a tracer provider of its own: every thread has its own module graph, so an SDK
 // started on the main thread alone would trace nothing in the workers. Without an OTLP endpoint none is
-// made: no context manager, no hook, no span, nothing buffered.
+// made: no context manager, no hook, no span, nothing buffered, and the SDK is not even loaded (only
+// the API, which the pg and Redis wrappers ask whether a request is traced).
 //
 // What a trace holds: a server span per request, named by its route pattern; under it a span for each
 // PostgreSQL statement (its prepared statement's name, never a bound value) and each Redis command the
@@ -15,17 +16,12 @@
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, createContextKey, trace } from '@opentelemetry/api'
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
-import { W3CTraceContextPropagator } from '@opentelemetry/core'
-import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources'
-import { BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TracerProvider } from '@opentelemetry/sdk-trace'
 
 // In the context of a traced request: { tracing (the instance's), requestId }; of a linked span: { tracing }.
 const TRACED = createContextKey('suite traced')
 const SPAN = Symbol('server span')
 const CONTEXT = Symbol('request context')
 const FLUSH_MS = 3000 // at shutdown, the longest wait for the last spans to leave
-const propagator = new W3CTraceContextPropagator()
 const headerGetter = {
   keys: (carrier) => Object.keys(carrier),
   get: (carrier, key) => carrier[key]
@@ -47,24 +43,29 @@ export function tracingWanted (config) {
  */
 export async function startTracing (config, service, worker) {
   if (!tracingWanted(config)) return null
+  const protocol = config.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? config.OTEL_EXPORTER_OTLP_PROTOCOL
+  const [{ AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { detectResources, envDetector, resourceFromAttributes },
+    { BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TracerProvider }, { OTLPTraceExporter }] = await Promise.all([
+    import('@opentelemetry/context-async-hooks'), import('@opentelemetry/core'), import('@opentelemetry/resources'), import('@opentelemetry/sdk-trace'),
+    // The exporter reads its endpoint, headers, timeout and compression from OTEL_EXPORTER_OTLP_* itself.
+    import({
+      'http/protobuf': '@opentelemetry/exporter-trace-otlp-proto',
+      'http/json': '@opentelemetry/exporter-trace-otlp-http',
+      grpc: '@opentelemetry/exporter-trace-otlp-grpc'
+    }[protocol])
+  ])
   if (!traced) {
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
     traced = true
   }
-  const protocol = config.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? config.OTEL_EXPORTER_OTLP_PROTOCOL
-  // The exporter reads its endpoint, headers, timeout and compression from OTEL_EXPORTER_OTLP_* itself.
-  const { OTLPTraceExporter } = await import({
-    'http/protobuf': '@opentelemetry/exporter-trace-otlp-proto',
-    'http/json': '@opentelemetry/exporter-trace-otlp-http',
-    grpc: '@opentelemetry/exporter-trace-otlp-grpc'
-  }[protocol])
+  const propagator = new W3CTraceContextPropagator()
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (envDetector) win over the kit's own attributes.
   const resource = resourceFromAttributes({
     'service.name': service.name,
     'service.version': service.version ?? '0.0.0',
     'service.instance.id': `${hostname()}/${process.pid}/${worker}`
   }).merge(detectResources({ detectors: [envDetector] }))
-  const { sampler, traceNew } = samplingOf(config)
+  const { sampler, traceNew } = samplingOf(config, { ParentBasedSampler, SamplingDecision })
   const provider = new TracerProvider({
     resource,
     sampler,
@@ -139,7 +140,7 @@ export async function startTracing (config, service, worker) {
  * kept (parent-based: as its parent says), and a span with links (work that served many requests)
  * is kept when one of those requests is.
  */
-function samplingOf (config) {
+function samplingOf (config, { ParentBasedSampler, SamplingDecision }) {
   const name = config.OTEL_TRACES_SAMPLER
   const ratio = config.OTEL_TRACES_SAMPLER_ARG
   const rule = name.replace('parentbased_', '')

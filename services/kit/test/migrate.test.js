@@ -5,6 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { mkdtemp, rm, writeFile, copyFile, readdir, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -208,5 +209,35 @@ test('migrate: a database migrated before versions were keyed by service upgrade
     } finally { await rm(dir, { recursive: true, force: true }) }
   } finally {
     await client.end()
+  }
+})
+
+// A data load's memory is mostly the modules its process carries (services/README.md, data
+// commands): every service's `migrate` loads its definition and the kit's commands, and none of what
+// only serving needs. A resolve hook records each module the process loads.
+test('migrate loads none of what only serve needs: Fastify, ioredis, prom-client, the OpenTelemetry SDK, the routes', async () => {
+  const url = await createDatabase('migrate_light')
+  const dir = await mkdtemp(join(tmpdir(), 'suite-modules-'))
+  const hook = join(dir, 'hook.mjs')
+  await writeFile(hook, `import { registerHooks } from 'node:module'
+const seen = new Set()
+registerHooks({ resolve (specifier, context, next) { const r = next(specifier, context); seen.add(r.url); return r } })
+process.on('exit', () => process.stderr.write('MODULES ' + JSON.stringify([...seen]) + '\\n'))
+`)
+  try {
+    for (const name of NAMES) {
+      const child = spawn(process.execPath, ['--import', hook, fileURLToPath(new URL(`../../${name}/src/cli.js`, import.meta.url)), 'migrate'],
+        { env: { PATH: process.env.PATH, ...databaseEnv(url) }, stdio: ['ignore', 'ignore', 'pipe'] })
+      let err = ''
+      child.stderr.on('data', (d) => { err += d })
+      const [code] = await once(child, 'exit')
+      assert.equal(code, 0, err)
+      const modules = JSON.parse(/^MODULES (.*)$/m.exec(err)[1])
+      assert.ok(modules.some((m) => m.includes('/node_modules/pg/')), `${name}: the hook saw pg load (${modules.length} modules)`)
+      const heavy = modules.filter((m) => /\/node_modules\/(fastify|@fastify|ioredis|prom-client|@opentelemetry\/(sdk-trace|resources|core|exporter))/.test(m) || m.endsWith('/src/routes.js'))
+      assert.deepEqual(heavy, [], `${name} migrate`)
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
   }
 })

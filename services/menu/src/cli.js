@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 // menu serve | migrate | generate | load | seed
-import { runCli, dataCommands } from '@suite/kit'
-import service from './service.js'
-import { CACHE_PREFIX } from './routes.js'
+import { runCli, dataCommands } from '@suite/kit/cli'
+import service, { CACHE_PREFIX } from './service.js'
 
 await runCli(service, dataCommands({
   // A URL, not an import: generate, load and seed run it in a worker thread with a capped heap.

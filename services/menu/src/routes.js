@@ -1,9 +1,8 @@
 import { batchedRows, prepared, httpError, preconditions } from '@suite/kit'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
+import { CACHE_PREFIX } from './service.js'
 
-// Every cache key starts with this; a data load deletes them all.
-export const CACHE_PREFIX = 'menu:'
 const key = (id) => `${CACHE_PREFIX}menu:${id}`
 
 // Both or neither of dishes and link, named before schema validation (its min/maxProperties would

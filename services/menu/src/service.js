@@ -1,6 +1,8 @@
 // The menu service, as the kit runs it: name, migrations and routes.
 import manifest from '../package.json' with { type: 'json' }
-import routes from './routes.js'
+
+// Every cache key starts with this; a data load deletes them all.
+export const CACHE_PREFIX = 'menu:'
 
 export default {
   name: 'menu',
@@ -8,5 +10,6 @@ export default {
   description: 'Restaurant menus: a list of dishes or a link to the restaurant\'s own menu.',
   url: import.meta.url, // each worker thread imports this module again from here
   migrations: new URL('../migrations/', import.meta.url),
-  routes
+  // Imported by the instances that serve: the other commands (a data load) never load the routes.
+  routes: new URL('./routes.js', import.meta.url)
 }

@@ -1,9 +1,7 @@
 import { queryDocument, httpError } from '@suite/kit'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
-
-// Every cache key starts with this; a data load deletes them all.
-export const CACHE_PREFIX = 'product:'
+import { CACHE_PREFIX } from './service.js'
 
 /** The Atelier products API: each answer is one query, then cached text (reply.sendCached, in the kit). */
 export default async function routes (app) {

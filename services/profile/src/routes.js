@@ -1,9 +1,8 @@
 import { prepared, httpError, preconditions, batchedRows } from '@suite/kit'
 import * as sql from './sql.js'
 import * as schemas from './schemas.js'
+import { CACHE_PREFIX } from './service.js'
 
-// Every cache key starts with this; a data load deletes them all.
-export const CACHE_PREFIX = 'profile:'
 const keys = (id) => [`${CACHE_PREFIX}restaurant:${id}`, `${CACHE_PREFIX}compat:${id}`]
 
 // The preconditions as sql.js takes them: [If-Match versions or null, If-None-Match versions or null for *].

@@ -1,6 +1,8 @@
 // The profile service, as the kit runs it: name, migrations and routes.
 import manifest from '../package.json' with { type: 'json' }
-import routes from './routes.js'
+
+// Every cache key starts with this; a data load deletes them all.
+export const CACHE_PREFIX = 'profile:'
 
 export default {
   name: 'profile',
@@ -8,5 +10,6 @@ export default {
   description: 'Restaurant profiles: create, read, replace, patch, delete; ETag / If-Match; the original client\'s /restaurants/:id/profile.',
   url: import.meta.url, // each worker thread imports this module again from here
   migrations: new URL('../migrations/', import.meta.url),
-  routes
+  // Imported by the instances that serve: the other commands (a data load) never load the routes.
+  routes: new URL('./routes.js', import.meta.url)
 }

@@ -2,7 +2,7 @@
 import { workerData } from 'node:worker_threads'
 import pg from 'pg'
 import { pgTarget } from './copy.js'
-import { connectionOptions } from '../pg.js'
+import { connectionOptions } from '../pg-connection.js'
 import { runInThread } from './thread.js'
 
 const { etlModule, databaseUrl, databasePassword, applicationName, dir, rejectsFile, progress, limits } = workerData

@@ -3,7 +3,7 @@
 // rather than a bug, whose stack matters.
 import { parentPort } from 'node:worker_threads'
 import { LoadRefused } from './load.js'
-import { isUnavailable } from '../pg.js'
+import { isUnavailable } from '../pg-connection.js'
 
 /** Runs `work` and posts its result, or its failure (the thread then exits 1). */
 export async function runInThread (work) {

@@ -1,0 +1,39 @@
+// How the kit connects to PostgreSQL and what a failed query says about the connection: plain
+// functions, apart from the pool (pg.js), so that the data commands' threads load neither it nor the
+// tracing it reports to.
+import { parse } from 'pg-connection-string'
+
+/**
+ * pg's connection options for a URL and a password kept out of it (DATABASE_PASSWORD, from a
+ * Secret). pg merges the parsed `connectionString` over its other options, and a URL without a
+ * password parses to `password: ''`, which would silently replace the one given: so the URL is
+ * parsed here and the password set after. No password given: the URL's own, or libpq's PGPASSWORD.
+ */
+export function connectionOptions (url, password) {
+  const options = { ...parse(url) }
+  if (password !== undefined) options.password = password
+  else if (options.password === '') delete options.password
+  return options
+}
+
+// SQLSTATEs that mean "the database cannot answer now, retry", not "the query is wrong": connection
+// failures (08), too many connections or out of resources (53), shutting down (57P0x), a statement
+// cancelled by its timeout (57014) and a lock not had within lock_timeout (55P03) — a load's swap or
+// a long reader holds it; and the network's own (a database Service whose name does not resolve yet
+// counts: it is starting), and the pg client's own timeouts.
+const UNAVAILABLE = /^(08|53|57P0|57014$|55P03$)/
+export function isUnavailable (err) {
+  return UNAVAILABLE.test(err?.code ?? '') ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND'].includes(err?.code) ||
+    /timeout exceeded when trying to connect|Connection terminated|Query read timeout/i.test(err?.message ?? '')
+}
+
+/**
+ * Whether `err` means the connection was lost with a statement in flight (dropped, reset, timed out on
+ * the client side, the server killed or shutting down), rather than the server answering that the
+ * statement failed. Only then can a COMMIT in flight have committed without the client knowing.
+ */
+export function connectionLost (err) {
+  const code = err?.code ?? ''
+  return !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0)/.test(code)
+}
