@@ -24,7 +24,7 @@ const THREADS = {
 // must not fail a `--wait 0` run such as load's).
 const MIN_LOCK_WAIT_S = 5
 // What only serve needs (Fastify, the cache, the metrics, the tracing SDK) is imported when it
-// runs: the other commands, a data load among them, do not carry it (40 MB of a load's memory).
+// runs: the other commands do not carry it, and a data load keeps within its 128 MB (bench:etl).
 const runWorkers = async (...args) => (await import('./workers.js')).runWorkers(...args)
 
 /**
