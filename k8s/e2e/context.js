@@ -33,10 +33,9 @@ export const fullname = (service) => `${RELEASE.replaceAll('.', '-')}-${service}
 export const image = (service, tag = TAG) => `${REGISTRY}/suite-${service}:${tag}`
 
 // How often Prometheus scrapes the services here: the dashboards' $__rate_interval and every wait for
-// a scrape assume it. A ServiceMonitor's own interval wins over Prometheus's (the lab's scrapes every
-// 5 s), and the chart's is 15 s: a rate over the 20 s $__rate_interval of 5 s scrapes would then hold
-// two samples of a pod only in a third of its scrape phases, and a panel of two pods had no data in
-// about one run in two.
+// a scrape assume it, so the ServiceMonitors are given it (theirs would win over the Prometheus'). At
+// 15 s, a rate over the 20 s $__rate_interval of 5 s scrapes holds two samples of a pod in only a third
+// of its scrape phases, and a panel fed by two pods can have no data at all.
 export const SCRAPE_SECONDS = 5
 
 // The monitoring stage's values: scrapes every SCRAPE_SECONDS, traces to Jaeger (k8s/jaeger.yaml),

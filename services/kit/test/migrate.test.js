@@ -212,9 +212,9 @@ test('migrate: a database migrated before versions were keyed by service upgrade
   }
 })
 
-// A data load's memory is mostly the modules its process carries (services/README.md, data
-// commands): every service's `migrate` loads its definition and the kit's commands, and none of what
-// only serving needs. A resolve hook records each module the process loads.
+// A data load's memory is mostly the modules its process carries (services/README.md, load): every
+// service's `migrate` loads its definition and the kit's commands, and none of what only serving
+// needs. A resolve hook records each module the process loads.
 test('migrate loads none of what only serve needs: Fastify, ioredis, prom-client, the OpenTelemetry SDK, the routes', async () => {
   const url = await createDatabase('migrate_light')
   const dir = await mkdtemp(join(tmpdir(), 'suite-modules-'))
@@ -230,7 +230,7 @@ process.on('exit', () => process.stderr.write('MODULES ' + JSON.stringify([...se
         { env: { PATH: process.env.PATH, ...databaseEnv(url) }, stdio: ['ignore', 'ignore', 'pipe'] })
       let err = ''
       child.stderr.on('data', (d) => { err += d })
-      const [code] = await once(child, 'exit')
+      const [code] = await once(child, 'close') // after its stderr is read to the end
       assert.equal(code, 0, err)
       const modules = JSON.parse(/^MODULES (.*)$/m.exec(err)[1])
       assert.ok(modules.some((m) => m.includes('/node_modules/pg/')), `${name}: the hook saw pg load (${modules.length} modules)`)
