@@ -96,8 +96,12 @@ async function stage (name, fn) {
 let failed = false
 try {
   await stage('preflight', preflight)
+  // The add-ons install while the images build: their install mostly waits for pods, the builds
+  // mostly compute. Nothing before the registry's first use (the OCI charts) needs them.
+  const addonsInstalled = ADDONS === 'lab' ? stage('add-ons: kube-prometheus-stack, prometheus-adapter, Jaeger (beside the images)', addons) : null
+  addonsInstalled?.catch(() => {}) // its failure is thrown by the await below, not as an unhandled rejection meanwhile
   await stage('images', images)
-  if (ADDONS === 'lab') await stage('add-ons: kube-prometheus-stack, prometheus-adapter, Jaeger', addons)
+  await addonsInstalled
   await stage('namespaces, datastores, CRDs', namespaces)
   await stage('chart with its dependencies', chart)
   await stage('charts in the OCI registry', ociCharts)
