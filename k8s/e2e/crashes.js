@@ -14,6 +14,7 @@ import { flowTotal, flows, loadTargets, seededIds } from './traffic.js'
 // when absent), {node} its node's name. The lab's containerd is on this machine.
 const KILL = env.E2E_CONTAINER_KILL ?? (ADDONS === 'lab' ? `ctr --address ${env.K8S_LAB_STATE || '/tmp/k8s-lab'}/run/containerd/containerd.sock -n k8s.io tasks kill -s SIGKILL {id}` : '')
 const RATE = Number(env.E2E_RATE || 40)
+const DEATH_MS = 100 // from the kill command's return to the process gone and its sockets closed, at most
 
 // Children of 32 MiB each, one every 150 ms, inside the victim's container: each stays smaller than
 // the service's own process, whose OOM score is raised first, so the kernel ends the service as it
@@ -70,12 +71,16 @@ async function crash (service, fault, ids) {
   await sleep(3000)
   const start = Date.now()
   // The most requests to this service on the wire at once, from just before the crash until it
-  // struck: at least as many as were inside the victim when it died.
+  // struck: at least as many as were inside the victim when it died. The kill command returns once
+  // the signal is sent; the process dies, and its connections close, a moment later: a request the
+  // edge wrote on a kept-alive connection meanwhile was inside it too (the edge retries only what
+  // never reached a pod).
   const mine = (t) => t.service === service
   let inFlight = load.inFlight(mine)
   const sample = setInterval(() => { inFlight = Math.max(inFlight, load.inFlight(mine)) }, 2)
   try {
     await (fault === 'SIGKILL' ? kill(victim) : oom(victim))
+    await sleep(DEATH_MS)
   } finally {
     clearInterval(sample)
   }
