@@ -21,18 +21,24 @@ test('freePortBlock: every port of the block is free, and none lies in the ephem
   }
 })
 
-test('cpuSeconds: a process\'s CPU time, and with children that of its live child processes too', async () => {
+test('cpuSeconds: a process\'s CPU time, and with children that of its child processes too, live or ended', async () => {
   // A parent that starts a child spinning until it has used 400 ms of CPU (not of the clock: a busy
-  // machine gives it less than all of a core), then both wait to be killed.
-  const spin = 'const used = () => { const u = process.cpuUsage(); return u.user + u.system }; while (used() < 4e5); setInterval(() => {}, 1000)'
+  // machine gives it less than all of a core), then ending; the parent reaps it and waits to be killed.
+  const spin = 'const used = () => { const u = process.cpuUsage(); return u.user + u.system }; while (used() < 4e5);'
   const script = `require('child_process').spawn(process.execPath, ['-e', ${JSON.stringify(spin)}], { stdio: 'inherit' }); setInterval(() => {}, 1000)`
   const parent = spawn(process.execPath, ['-e', script], { stdio: 'ignore' })
-  try {
+  const childrens = () => cpuSeconds(parent.pid, { children: true }) - cpuSeconds(parent.pid)
+  const until = async (what, check) => {
     const start = Date.now()
-    while (cpuSeconds(parent.pid, { children: true }) - cpuSeconds(parent.pid) < 0.3) {
-      assert.ok(Date.now() - start < 30_000, 'the child\'s 400 ms of CPU are counted with children')
+    while (!check()) {
+      assert.ok(Date.now() - start < 30_000, what)
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
+  }
+  try {
+    await until('the child\'s 400 ms of CPU are counted with children', () => childrens() >= 0.3)
+    await until('the child ends and is reaped', () => childrenOf(parent.pid).length === 0)
+    assert.ok(childrens() >= 0.3, `the ended child's CPU still counted: ${childrens()} s`)
     assert.ok(cpuSeconds(parent.pid) < 0.3, `the parent alone: ${cpuSeconds(parent.pid)} s`)
   } finally {
     for (const pid of childrenOf(parent.pid)) process.kill(pid, 'SIGKILL')

@@ -32,12 +32,13 @@ export function exited (child) {
 }
 
 // The state, parent and CPU time (user + system, in clock ticks of 1/100 s, all its threads) of a
-// process from /proc/<pid>/stat ("pid (comm) state ppid … utime stime …"); null once gone.
+// process from /proc/<pid>/stat ("pid (comm) state ppid … utime stime cutime cstime …"), and that of
+// its children it has reaped; null once gone.
 function stat (pid) {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
-    return { state: fields[0], ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }
+    return { state: fields[0], ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), reaped: Number(fields[13]) + Number(fields[14]) }
   } catch {
     return null
   }
@@ -50,10 +51,13 @@ export function childrenOf (pid) {
 
 /**
  * CPU time (user + system, seconds) of process `pid`, all its threads, and with `children` that of its
- * live child processes too (PostgreSQL's backends are the postmaster's); Linux /proc.
+ * child processes too, live and ended (PostgreSQL's backends are the postmaster's: a connection closed
+ * during a measurement keeps its share, where counting the live ones alone would subtract it).
  */
 export function cpuSeconds (pid, { children = false } = {}) {
-  return [pid, ...(children ? childrenOf(pid) : [])].reduce((a, p) => a + (stat(p)?.ticks ?? 0), 0) / 100
+  const own = stat(pid)
+  if (!children) return (own?.ticks ?? 0) / 100
+  return childrenOf(pid).reduce((a, p) => a + (stat(p)?.ticks ?? 0), (own?.ticks ?? 0) + (own?.reaped ?? 0)) / 100
 }
 
 // Sends `signal` to `pid`, then to each of its children (Linux /proc); returns the children's pids.
