@@ -9,7 +9,8 @@ import { machineCpuSeconds } from './bench/measure.js'
 import { writeReport } from './bench/report-file.js'
 import { targets as tracingTargets } from './bench/tracing.js'
 import { benchValues } from './bench/index.js'
-import { UsageError } from '@suite/kit/args'
+import { UsageError, UserError } from '@suite/kit/args'
+import { targets as profileTargets } from './bench/profile.js'
 import { startService } from '@suite/kit/testing'
 
 const row = (service, name, rps, pairOf) => ({ service, case: name, connections: 50, rps, ...(pairOf && { pairOf, sameBytesPair: true }) })
@@ -58,6 +59,34 @@ test('bench --env: settings of the measured services go to this tree\'s services
   refused(['FLOWS_BATCH_WINDOW_MS=2'], '--env FLOWS_BATCH_WINDOW_MS: not a setting of product, profile')
   refused(['WORKERS=2'], '--env WORKERS: the bench sets it itself (use --workers)')
   refused(['cache=1'], '--env must be NAME=VALUE with NAME in capitals (got "cache=1")')
+})
+
+test('bench --original: only on profile\'s original traffic, a checkout that can run; ours ≥ 3× its RPS in the same rounds', () => {
+  const values = (more) => ({ only: 'profile', duration: '10', workers: '1', traffic: 'original', env: [], ...more })
+  assert.throws(() => benchValues(values({ traffic: 'mix', original: '/x' })), (err) => err instanceof UsageError && /--traffic original --only profile/.test(err.message))
+  assert.throws(() => benchValues(values({ only: 'menu', original: '/x' })), UsageError)
+  const empty = mkdtempSync(join(tmpdir(), 'bench-original-'))
+  try {
+    assert.throws(() => benchValues(values({ original: empty })), (err) => err instanceof UserError && err.message.includes('no server/index.js, node_modules/express'))
+  } finally {
+    rmSync(empty, { recursive: true })
+  }
+  const theirs = 'the original (Express, pg, redis), original mix'
+  const side = (rps, cpu, name, pairOf) => ({ service: 'profile', case: name, connections: 60, rps, pairOf, counters: { 'CPU µs/req': cpu } })
+  const judged = (ours) => profileTargets([side(4000, 110, theirs), side(ours, 50, 'original mix, beside the original', theirs)]).filter(([t]) => t.startsWith('original mix, beside'))
+  const [[rpsTarget, met, value], [cpuLine, , cpu]] = judged(12_400)
+  assert.match(rpsTarget, /≥ 3× the original's RPS/)
+  assert.equal(met, true)
+  assert.equal(value, '3.10× (12,400 / 4,000 RPS)')
+  assert.match(cpuLine, /the original's CPU per request over ours/)
+  assert.equal(cpu, '2.20× (110.0 / 50.0 µs)')
+  assert.equal(judged(11_000)[0][1], false)
+  assert.deepEqual(profileTargets([side(4000, 110, theirs)]).filter(([t]) => t.startsWith('original mix, beside')), [], 'no pair, no line')
+  // The original's own memory is not ours: the RSS target reads our process's rows only.
+  const rss = (name, mb) => ({ service: 'profile', case: name, connections: 60, rps: 1, counters: { 'RSS MB': mb } })
+  const hello = { service: 'profile', case: 'bare Fastify GET /hello (baseline)', connections: 60, rps: 2, baseline: true }
+  const memory = profileTargets([hello, rss('original mix (75% on 20 hot ids), cold start', 122), rss(theirs, 202)]).find(([t]) => t.startsWith('RSS'))
+  assert.deepEqual(memory.slice(1), [true, '122 MB'])
 })
 
 test('a write beside bare Fastify parsing its bodies is a ceiling, never counted as a same-bytes read', () => {

@@ -48,7 +48,7 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  *   service, each with these settings added, passed to `cases` as ctx.variants by name
  * @param {{ root: string, label: string, settings: object }} [o.base]  bench:compare: the other commit's checkout, and --base-env
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
- *   baseline, cached, uncached, redis, connections }; a Case is { name, url, path() | request(), rate?,
+ *   baseline, cached, uncached, redis, connections, stopAtEnd(server) }; a Case is { name, url, path() | request(), rate?,
  *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics; [sum, count] a
  *   histogram's mean; a function (before, after) of the two scrapes),
  *   sameBytes? (also measured against bare Fastify: a GET case on a sample of its paths, sent the same
@@ -100,7 +100,8 @@ export async function runBench ({ service, dataset, uncached = false, duration =
         const others = Object.fromEntries(started)
         running.push(...Object.values(others))
         // A sameBytes case's CPU per request is the kit's cost in microseconds: the service's process is measured.
-        lists.push((await cases({ db, baseline, cached, uncached: plain, variants: others, redis, connections }))
+        const stopAtEnd = (server) => running.push(server) // a server a case starts itself
+        lists.push((await cases({ db, baseline, cached, uncached: plain, variants: others, redis, connections, stopAtEnd }))
           .map((c) => c.sameBytes && !c.pid ? { ...c, pid: [cached, plain].find((s) => s?.url === c.url)?.child.pid } : c))
       } finally {
         await db.end()

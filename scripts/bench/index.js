@@ -10,6 +10,7 @@ import * as menu from './menu.js'
 import * as flows from './flows.js'
 import * as tracing from './tracing.js'
 import { ORIGINAL_CONNECTIONS } from './original.js'
+import { checkOriginal } from './original-service.js'
 
 // The services' benchmarks, and what tracing costs (on product); --only picks among them.
 export const benches = { product, profile, menu, flows, tracing }
@@ -30,6 +31,7 @@ export const benchOptions = (onlyDefault) => ({
   connections: { type: 'string', value: 'N', help: `connections of the throughput cases (default: 50; flows: 32 and 256; ${ORIGINAL_CONNECTIONS} with --traffic original)` },
   traffic: { type: 'string', value: 'KIND', default: 'mix', help: 'mix: each service\'s routes on its own data set, warmed; original: profile and menu on their originals\' own traffic and scale (10M rows, 60 connections, from a cold start; the data is generated and loaded once, which takes minutes), with the read-path targets' },
   env: { type: 'string', value: 'NAME=VALUE', multiple: true, default: [], help: 'a setting of this tree\'s services (services/README.md, Configuration), e.g. CACHE_NEAR_MAX_BYTES=16777216' },
+  original: { type: 'string', value: 'DIR', help: 'with --traffic original --only profile: also the original profile service, from its checkout in DIR (prepared as docs/benchmarks.md says), side by side with ours on the same rows and mix' },
   'cpu-prof': { type: 'string', value: 'DIR', help: 'a V8 CPU profile of every thread of every server the run starts, into DIR/<service>-<cached|uncached|hello|same-bytes> (open them in Chrome DevTools or speedscope)' },
   ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', help: `${k} in the data set (default: ${v}${originalSizes[k] ? `; ${originalSizes[k]} with --traffic original` : ''})` }]))
 })
@@ -52,6 +54,10 @@ export function benchValues (values) {
   const without = names.filter((n) => traffic === 'original' && !benches[n].originalDefaults)
   if (without.length) throw new UsageError(`--traffic original: ${without.join(', ')} has no original traffic (use --only ${Object.keys(benches).filter((n) => benches[n].originalDefaults).join(',')})`)
   const given = (k) => values[k] !== undefined
+  if (given('original')) {
+    if (traffic !== 'original' || names.join() !== 'profile') throw new UsageError('--original: with --traffic original --only profile (the original is the profile service\'s)')
+    checkOriginal(resolve(values.original))
+  }
   return {
     names,
     numbers: {
@@ -63,6 +69,7 @@ export function benchValues (values) {
         ? { connections: wholeNumber(values, 'connections', { min: 1 }) }
         : traffic === 'original' && { connections: ORIGINAL_CONNECTIONS }),
       ...(given('cpu-prof') && { cpuProf: resolve(values['cpu-prof']) }),
+      ...(given('original') && { original: resolve(values.original) }),
       ...Object.fromEntries(SIZE_NAMES.map((k) => [k, given(k) ? wholeNumber(values, k, { min: 1 }) : (traffic === 'original' && originalSizes[k]) || sizes[k]]))
     }
   }

@@ -63,3 +63,18 @@ export function originalTargets (rows, service, mixCase) {
   }
   return out
 }
+
+// Ours on the original's mix, side by side with the original itself (--original): at least this many times its RPS.
+const OVER_THE_ORIGINAL = 3
+
+/** --original: ours against the original on the same mix, from the pair's rows (`ours` names our side). */
+export function sideBySide (rows, service, ours) {
+  const mine = rows.find((r) => r.service === service && r.case === ours)
+  const theirs = mine && rows.find((r) => r.service === service && r.case === mine.pairOf)
+  if (!theirs) return []
+  const cpu = (r) => r.counters?.['CPU µs/req']
+  return [
+    [`${ours}: ≥ ${OVER_THE_ORIGINAL}× the original's RPS, in the same interleaved rounds`, mine.rps >= OVER_THE_ORIGINAL * theirs.rps, `${(mine.rps / theirs.rps).toFixed(2)}× (${Math.round(mine.rps).toLocaleString('en-US')} / ${Math.round(theirs.rps).toLocaleString('en-US')} RPS)`],
+    [`${ours}: the original's CPU per request over ours (each process's own)`, undefined, `${(cpu(theirs) / cpu(mine)).toFixed(2)}× (${cpu(theirs).toFixed(1)} / ${cpu(mine).toFixed(1)} µs)`]
+  ]
+}
