@@ -286,6 +286,28 @@ test('redis: the reads of one turn of the event loop reach Redis as one MGET, ea
   assert.equal(await count('hit'), 30)
 })
 
+test('redis: the stores of one turn\'s misses reach Redis in one write', async (t) => {
+  const redis = await startRedis() // its own: its stats count what it reads
+  t.after(() => redis.stop())
+  const stats = new Redis(redis.url)
+  t.after(() => stats.disconnect())
+  const info = async (field) => Number(new RegExp(`${field}(\\d+)`).exec(await stats.info('all'))?.[1] ?? 0)
+  const { cache } = await cacheOn(t, redis.url)
+  await cached(cache, 't:store:first', async () => '"first"') // the script loaded: no NOSCRIPT round below
+  await sleep(20)
+  const [reads, stores] = [await info('total_reads_processed:'), await info('cmdstat_evalsha:calls=')]
+  // 50 misses at once: one MGET, then 50 loads that end in the same turn, so 50 stores at once.
+  const keys = Array.from({ length: 50 }, (_, i) => `t:store:${i}`)
+  await Promise.all(keys.map((key) => cached(cache, key, async () => `"${key}"`)))
+  await sleep(20) // stored
+  assert.equal(await info('cmdstat_evalsha:calls=') - stores, 50, 'each miss stored')
+  // What Redis read meanwhile: the MGET, the stores, the two INFOs, maybe a health PING; a write per
+  // store would be 50 more.
+  const read = await info('total_reads_processed:') - reads
+  assert.ok(read <= 8, `Redis read ${read} times for one MGET and 50 stores`)
+  assert.deepEqual(await Promise.all(keys.map((key) => cached(cache, key, async () => assert.fail(`${key} loaded again`)))), keys.map((key) => `"${key}"`))
+})
+
 test('redis near cache: a hit costs no round trip to Redis; a write on another replica reaches it within milliseconds', async (t) => {
   const redis = await startRedis() // its own: commandstats count every read (GET, MGET) the server takes
   t.after(() => redis.stop())

@@ -76,6 +76,18 @@ export function redisStore (config, log) {
   // the connection that wrote: NOLOOP): a read answered before the write took effect (sent between a
   // NOSCRIPT and the EVAL ioredis then sends, say) is not kept either.
   const write = (key, send) => guard(() => command('EVALSHA', 'setIfNotOlder', send)).finally(() => near.delete(key))
+  // The stores of one turn leave in one write: a turn's misses come back together (one query loaded
+  // them all) and each would otherwise cost its own system call. The socket is corked at the first
+  // and uncorked when the turn ends, with this turn's MGET if there is one.
+  let corked = null
+  const store = (key, send) => {
+    if (!corked && redis.stream) {
+      corked = redis.stream
+      corked.cork()
+      setImmediate(() => { corked.uncork(); corked = null })
+    }
+    return write(key, send)
+  }
   const tombstone = (key, version, ttl) => write(key, () => redis.setIfNotOlder(key, version, String(version), ttl))
   const replay = () => Promise.all([...missed].map(([key, [version, ttl]]) =>
     tombstone(key, version, ttl).then(() => { if (missed.get(key)?.[0] === version) missed.delete(key) }, () => {})))
@@ -125,7 +137,7 @@ export function redisStore (config, log) {
   return {
     kind: 'redis',
     get: (key) => settleUntil > Date.now() || open ? Promise.reject(BYPASSED) : near.get(key, read),
-    setIfNotOlder: (key, version, value, ttl) => write(key, () => redis.setIfNotOlder(key, version, value, ttl)),
+    setIfNotOlder: (key, version, value, ttl) => store(key, () => redis.setIfNotOlder(key, version, value, ttl)),
     async tombstone (key, version, ttl) {
       near.delete(key) // this worker's own write: at once, and again once Redis took it (above)
       try {
