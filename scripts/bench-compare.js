@@ -24,7 +24,8 @@ export const usage = {
     base: { type: 'string', value: 'COMMIT', default: 'HEAD', help: 'the commit to compare with (any git revision)' },
     'base-env': { type: 'string', value: 'NAME=VALUE', multiple: true, default: [], help: 'a setting of the base\'s services, as --env is of this tree\'s: the base runs with its defaults otherwise, so --base HEAD --env NAME=VALUE measures a setting against its default' },
     repeat: { type: 'string', value: 'N', default: '1', help: 'runs of the whole comparison, each with fresh PostgreSQL, Redis and service processes; then each ratio of every run and their median (a process can be slower than another of the same code for its whole life)' },
-    ...benchOptions('flows')
+    // --original is npm run bench's: the original is no commit of this repository.
+    ...benchOptions('flows', { original: false })
   },
   examples: [
     'npm run bench:compare -- --base HEAD~1 --only flows',

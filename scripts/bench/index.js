@@ -23,15 +23,15 @@ const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults)
 const originalSizes = Object.assign({}, ...Object.values(benches).map((b) => b.originalDefaults))
 export const SIZE_NAMES = Object.keys(sizes)
 
-/** The options of both commands; `only` defaults to `onlyDefault`. */
-export const benchOptions = (onlyDefault) => ({
+/** The options of both commands (`original`: npm run bench's alone); `only` defaults to `onlyDefault`. */
+export const benchOptions = (onlyDefault, { original = true } = {}) => ({
   only: { type: 'string', value: 'S,S,…', default: onlyDefault, help: 'the services to measure' },
   duration: { type: 'string', value: 'SECONDS', default: '10', help: 'per case' },
   workers: { type: 'string', value: 'N', default: '1', help: 'WORKERS threads of each service' },
   connections: { type: 'string', value: 'N', help: `connections of the throughput cases (default: 50; flows: 32 and 256; ${ORIGINAL_CONNECTIONS} with --traffic original)` },
   traffic: { type: 'string', value: 'KIND', default: 'mix', help: 'mix: each service\'s routes on its own data set, warmed; original: profile and menu on their originals\' own traffic and scale (10M rows, 60 connections, from a cold start; the data is generated and loaded once, which takes minutes), with the read-path targets' },
   env: { type: 'string', value: 'NAME=VALUE', multiple: true, default: [], help: 'a setting of this tree\'s services (services/README.md, Configuration), e.g. CACHE_NEAR_MAX_BYTES=16777216' },
-  original: { type: 'string', value: 'DIR', help: 'with --traffic original --only profile: also the original profile service, from its checkout in DIR (prepared as docs/benchmarks.md says), side by side with ours on the same rows and mix' },
+  ...original && { original: { type: 'string', value: 'DIR', help: 'with --traffic original --only profile: also the original profile service, from its checkout in DIR (prepared as docs/benchmarks.md says), side by side with ours on the same rows and mix' } },
   'cpu-prof': { type: 'string', value: 'DIR', help: 'a V8 CPU profile of every thread of every server the run starts, into DIR/<service>-<cached|uncached|hello|same-bytes> (open them in Chrome DevTools or speedscope)' },
   ...Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, { type: 'string', value: 'N', help: `${k} in the data set (default: ${v}${originalSizes[k] ? `; ${originalSizes[k]} with --traffic original` : ''})` }]))
 })
