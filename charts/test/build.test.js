@@ -23,7 +23,7 @@ test('one Dockerfile for every service: ARG SERVICE, production dependencies, nu
   assert.ok(final.includes('USER 10001:10001'), 'the final stage runs as uid 10001')
   assert.ok(final.every((l) => !/^RUN .*(chown|chmod)/.test(l)), 'nothing made writable')
   const entrypoint = final.find((l) => l.startsWith('ENTRYPOINT '))
-  assert.deepEqual(JSON.parse(entrypoint.slice('ENTRYPOINT '.length)), ['node', '--max-semi-space-size=4', '/app/cli.js'], 'exec form: node is PID 1')
+  assert.deepEqual(JSON.parse(entrypoint.slice('ENTRYPOINT '.length)), ['node', '--max-semi-space-size=4', '--no-allocation-site-pretenuring', '/app/cli.js'], 'exec form: node is PID 1')
   assert.ok(final.some((l) => l.includes('ln -s "services/${SERVICE}/src/cli.js" /app/cli.js')), 'the entry point links to the service')
 })
 
