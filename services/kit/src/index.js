@@ -8,5 +8,4 @@ export { errorResponses, errorResponse, errorSchema, httpError, notModifiedRespo
 export { text, httpUrl, id, INT4_MAX } from './validation.js'
 export { preconditions, ifMatchHeader, ifNoneMatchHeader } from './conditional.js'
 export { migrate } from './migrate.js'
-export { runCli, dataCommands, hostService } from './cli.js'
 export { linkedSpan, childSpan, requestContext } from './tracing.js'
