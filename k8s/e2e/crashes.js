@@ -7,13 +7,12 @@ import { spawn } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { kjson, kubectl, runAsync, steadyLoad, waitFor } from './lib.js'
 import { ADDONS, INGRESS_URL, LOAD_HOSTS, NS, SERVICES, e2e, env, fullname } from './context.js'
-import { phases } from './disruptions.js'
+import { LEAD_MS, RATE, phases } from './disruptions.js'
 import { flowTotal, flows, loadTargets, seededIds } from './traffic.js'
 
 // The command that kills a container on its node with SIGKILL: {id} is the container's ID (appended
 // when absent), {node} its node's name. The lab's containerd is on this machine.
 const KILL = env.E2E_CONTAINER_KILL ?? (ADDONS === 'lab' ? `ctr --address ${env.K8S_LAB_STATE || '/tmp/k8s-lab'}/run/containerd/containerd.sock -n k8s.io tasks kill -s SIGKILL {id}` : '')
-const RATE = Number(env.E2E_RATE || 40)
 const DEATH_MS = 100 // from the kill command's return to the process gone and its sockets closed, at most
 
 // Children of 32 MiB each, one every 150 ms, inside the victim's container: each stays smaller than
@@ -68,7 +67,7 @@ async function crash (service, fault, ids) {
   const restarts = victim.status.containerStatuses[0].restartCount
   const endpoint = watchEndpoint(service, victim.status.podIP)
   const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
-  await sleep(3000)
+  await sleep(LEAD_MS)
   const start = Date.now()
   // The most requests to this service on the wire at once, from just before the crash until it
   // struck: at least as many as were inside the victim when it died. The kill command returns once

@@ -10,10 +10,12 @@ import { flows, flowTotal, loadTargets, seededIds } from './traffic.js'
 export const phases = []
 export const PHASE_COLUMNS = ['phase', 'requests', 'failed', 'failures', 'p99', 'action took', 'what']
 
-const RATE = Number(env.E2E_RATE || 40)
+export const RATE = Number(env.E2E_RATE || 40)
+// The load alone before a phase's action: every route's requests flowing (at RATE, 60 of them).
+export const LEAD_MS = 1500
 export async function underLoad (name, ids, action) {
   const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
-  await sleep(3000)
+  await sleep(LEAD_MS)
   const started = Date.now()
   const detail = await action()
   const actionSeconds = ((Date.now() - started) / 1000).toFixed(1)
