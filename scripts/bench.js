@@ -40,7 +40,8 @@ await runCommand('bench', usage, async (values) => {
     `WORKERS=${numbers.workers}, ${numbers.duration} s per case; ${numbers.traffic === 'original' ? 'the originals\' traffic; ' : ''}data: ${SIZE_NAMES.map((k) => `${numbers[k]} ${k}`).join(', ')}`,
     `Each service runs as in its pod: node with its image's flags, in a memory cgroup of the chart's ${POD_MEMORY_MB} MB limit (where one can be made; the run's log says where not).`,
     'Each RPS / baseline is to bare Fastify (one thread) measured at the start and end of that service\'s own run.',
-    'RPS / pair: a cached read\'s RPS over bare Fastify sending the same bytes (a write\'s: over bare Fastify parsing the same bodies), measured in the same interleaved rounds; at a fixed rate (CPU n×), its CPU per request over Fastify\'s.',
+    'RPS / pair: a cached read\'s RPS over bare Fastify sending the same bytes (a write\'s: over bare Fastify parsing the same bodies), measured in the same interleaved rounds; at a fixed rate (CPU n×), its CPU per request over Fastify\'s.' +
+    (numbers.original ? ' "Beside the original": ours over the original service, on the same mix in the same rounds.' : ''),
     MACHINE_CPU_NOTE,
     '',
     table(rows)
