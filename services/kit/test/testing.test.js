@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { createServer } from 'node:net'
 import { once } from 'node:events'
 import { spawn } from 'node:child_process'
+import { createServer as createHttpServer } from 'node:http'
 import { freePortBlock, cpuSeconds, childrenOf, startService, get } from '@suite/kit/testing'
 
 test('freePortBlock: every port of the block is free, and none lies in the ephemeral range clients and listen(0) draw from', async () => {
@@ -19,6 +20,24 @@ test('freePortBlock: every port of the block is free, and none lies in the ephem
     await Promise.all(servers.map((s) => once(s, 'listening')))
     await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))))
   }
+})
+
+test('startService: a port another process holds is never taken for the child\'s (its readiness answered by that process)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'suite-port-test-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const entry = join(dir, 'server.js')
+  writeFileSync(entry, "require('node:http').createServer((req, res) => res.end('child')).listen(Number(process.env.PORT), '127.0.0.1')")
+  // Another process's server on the port, ready at /readyz: the child cannot bind it.
+  const other = createHttpServer((req, res) => res.end('another'))
+  other.listen(0, '127.0.0.1')
+  await once(other, 'listening')
+  t.after(() => other.close())
+  const { port } = other.address()
+  await assert.rejects(startService({ entry, port, timeoutMs: 10_000 }), /port \d+ was taken by another process/)
+  // A port chosen for it: the child's own.
+  const mine = await startService({ entry })
+  t.after(() => mine.stop())
+  assert.equal((await get(mine.url, '/readyz')).body, 'child')
 })
 
 test('cpuSeconds: a process\'s CPU time, and with children that of its child processes too, live or ended', async () => {

@@ -1,6 +1,6 @@
 // Child processes and Linux /proc: waiting for a process, its output, its CPU time and memory,
 // signalling it with its children, finding what a command left behind.
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /** Resolves to check()'s value once it is not false (it may throw meanwhile); fails after timeoutMs. */
@@ -106,4 +106,40 @@ export function processesWithEnv (name, value) {
     } catch {} // gone, or not ours to read
   }
   return found
+}
+
+/**
+ * Does process `pid` hold the listening TCP socket of `port` (Linux /proc)? A port chosen free and
+ * bound a moment later by a child can be taken meanwhile by another process; its answers would then
+ * pass for the child's. Undefined where /proc cannot tell (no such files).
+ */
+export function listensOn (pid, port) {
+  const inodes = new Set()
+  let readable = false
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch {
+      continue
+    }
+    readable = true
+    // "sl local_address rem_address st … inode": the port in hex after the colon, st 0A = LISTEN.
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/)
+      if (f.length > 9 && f[3] === '0A' && Number.parseInt(f[1].split(':')[1], 16) === port) inodes.add(f[9])
+    }
+  }
+  if (!readable) return undefined
+  try {
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return inodes.has(/^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1])
+      } catch {
+        return false // closed meanwhile
+      }
+    })
+  } catch {
+    return false // gone
+  }
 }

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from './ports.js'
-import { collect, exited, waitFor } from './processes.js'
+import { collect, exited, listensOn, waitFor } from './processes.js'
 import { databaseEnv } from './servers.js'
 
 let cgroups = 0
@@ -40,8 +40,20 @@ function memoryCgroup (limitMb) {
  * memoryCgroup), or, where none can be made, without one (`memoryLimited` says which).
  * Returns { url, port, child, memoryLimited, logs(), stop(signal) } where stop resolves with { code, signal }.
  */
-export async function startService ({ entry, args = [], nodeArgs = [], env = {}, port, memoryLimitMb, readyPath = '/readyz', timeoutMs = 30_000 }) {
-  port ??= await freePort()
+export async function startService (options) {
+  // A free port chosen here can be taken before the child binds it (by another test's server): then
+  // the child fails to listen, and the same start again on another port.
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startOnce({ ...options, port: options.port ?? await freePort() })
+    } catch (err) {
+      if (!(err instanceof PortTaken) || options.port !== undefined || tries === 3) throw err
+    }
+  }
+}
+class PortTaken extends Error {}
+
+async function startOnce ({ entry, args = [], nodeArgs = [], env = {}, port, memoryLimitMb, readyPath = '/readyz', timeoutMs = 30_000 }) {
   const cgroup = memoryLimitMb ? memoryCgroup(memoryLimitMb) : null
   // In the cgroup from its first instruction: Node reads the limit once, when it sizes the heap. The
   // shell's pid is node's (exec).
@@ -64,11 +76,13 @@ export async function startService ({ entry, args = [], nodeArgs = [], env = {},
   const logs = collect(child)
   const url = `http://127.0.0.1:${port}`
   try {
-    await waitFor(async () => {
+    const ready = await waitFor(async () => {
       if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${logs()}`)
       const res = await fetch(url + readyPath)
-      return res.status === 200
+      // Ready, but is it the child? Another process may hold the port (the child then fails to bind).
+      return res.status === 200 && (listensOn(child.pid, port) === false ? 'another process' : 'the child')
     }, `service ${entry}`, timeoutMs)
+    if (ready === 'another process') throw new PortTaken(`port ${port} was taken by another process`)
   } catch (err) {
     // Never ready (a machine too busy, say): the test fails, and the process must not outlive it.
     child.kill('SIGKILL')
