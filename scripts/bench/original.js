@@ -1,6 +1,7 @@
 // The originals' traffic (--traffic original): their own load script's hot ids and mix, the cache's hit
 // ratio over a case, and the read-path targets solved from it.
 import { metric } from '@suite/kit/testing'
+import { cpuOf, pairRow } from './report.js'
 
 /** A random element of a list. */
 export const pick = (list) => list[Math.floor(Math.random() * list.length)]
@@ -70,11 +71,10 @@ const OVER_THE_ORIGINAL = 3
 /** --original: ours against the original on the same mix, from the pair's rows (`ours` names our side). */
 export function sideBySide (rows, service, ours) {
   const mine = rows.find((r) => r.service === service && r.case === ours)
-  const theirs = mine && rows.find((r) => r.service === service && r.case === mine.pairOf)
+  const theirs = mine && pairRow(rows, mine)
   if (!theirs) return []
-  const cpu = (r) => r.counters?.['CPU µs/req']
   return [
     [`${ours}: ≥ ${OVER_THE_ORIGINAL}× the original's RPS, in the same interleaved rounds`, mine.rps >= OVER_THE_ORIGINAL * theirs.rps, `${(mine.rps / theirs.rps).toFixed(2)}× (${Math.round(mine.rps).toLocaleString('en-US')} / ${Math.round(theirs.rps).toLocaleString('en-US')} RPS)`],
-    [`${ours}: the original's CPU per request over ours (each process's own)`, undefined, `${(cpu(theirs) / cpu(mine)).toFixed(2)}× (${cpu(theirs).toFixed(1)} / ${cpu(mine).toFixed(1)} µs)`]
+    [`${ours}: the original's CPU per request over ours (each process's own)`, undefined, `${(cpuOf(theirs) / cpuOf(mine)).toFixed(2)}× (${cpuOf(theirs).toFixed(1)} / ${cpuOf(mine).toFixed(1)} µs)`]
   ]
 }

@@ -59,12 +59,12 @@ function median (list) {
 }
 
 /** The row a compared row was measured against (its `pairOf`), or undefined (none, or not in `rows`). */
-function pairRow (rows, r) {
+export function pairRow (rows, r) {
   return r.pairOf === undefined ? undefined : rows.find((x) => x.service === r.service && x.case === r.pairOf && x.connections === r.connections)
 }
 
 // A row's service CPU per request, where its process was measured (a sameBytes case and its pair).
-const cpuOf = (r) => r.counters?.['CPU µs/req']
+export const cpuOf = (r) => r.counters?.['CPU µs/req']
 
 /**
  * A paired row's figure against its pair row's, or undefined (no pair): RPS over RPS, or at a fixed
