@@ -9,6 +9,7 @@ import { once } from 'node:events'
 import { spawn } from 'node:child_process'
 import { createServer as createHttpServer } from 'node:http'
 import { freePortBlock, cpuSeconds, childrenOf, startService, get } from '@suite/kit/testing'
+import { waitFor } from '../testing/processes.js'
 
 test('freePortBlock: every port of the block is free, and none lies in the ephemeral range clients and listen(0) draw from', async () => {
   const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
@@ -47,16 +48,9 @@ test('cpuSeconds: a process\'s CPU time, and with children that of its child pro
   const script = `require('child_process').spawn(process.execPath, ['-e', ${JSON.stringify(spin)}], { stdio: 'inherit' }); setInterval(() => {}, 1000)`
   const parent = spawn(process.execPath, ['-e', script], { stdio: 'ignore' })
   const childrens = () => cpuSeconds(parent.pid, { children: true }) - cpuSeconds(parent.pid)
-  const until = async (what, check) => {
-    const start = Date.now()
-    while (!check()) {
-      assert.ok(Date.now() - start < 30_000, what)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  }
   try {
-    await until('the child\'s 400 ms of CPU are counted with children', () => childrens() >= 0.3)
-    await until('the child ends and is reaped', () => childrenOf(parent.pid).length === 0)
+    await waitFor(() => childrens() >= 0.3, 'the child\'s 400 ms of CPU counted with children')
+    await waitFor(() => childrenOf(parent.pid).length === 0, 'the child ended and reaped')
     assert.ok(childrens() >= 0.3, `the ended child's CPU still counted: ${childrens()} s`)
     assert.ok(cpuSeconds(parent.pid) < 0.3, `the parent alone: ${cpuSeconds(parent.pid)} s`)
   } finally {
