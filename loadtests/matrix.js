@@ -22,12 +22,14 @@ import { barChart, svgDocument, fmt, COLORS } from './lib/svg.js'
 const here = fileURLToPath(new URL('.', import.meta.url))
 
 export const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
-export const stdev = (xs) => xs.length < 2 ? 0 : Math.sqrt(xs.reduce((s, x) => s + (x - mean(xs)) ** 2, 0) / (xs.length - 1))
+export const stdev = (xs) =>
+  xs.length < 2 ? 0 : Math.sqrt(xs.reduce((s, x) => s + (x - mean(xs)) ** 2, 0) / (xs.length - 1))
 const label = (c) => `${c.instances}×${c.workers} ${c.lb}`
 
 export async function matrix ({
   scenario = 'product', instances = [1, 2], workers = [1, 2], lbs = ['none', 'round_robin', 'least_conn'],
-  repeat = 5, requests = 20000, connections = 64, rows = 10000, nginxWorkers = 1, databaseUrl, redisUrl, out, log = () => {}
+  repeat = 5, requests = 20000, connections = 64, rows = 10000, nginxWorkers = 1,
+  databaseUrl, redisUrl, out, log = () => {}
 }) {
   await mkdir(out, { recursive: true })
   const pg = await servers({ databaseUrl, redisUrl })
@@ -55,7 +57,9 @@ export async function matrix ({
     }
     const run = async (cell, iterations) => {
       const before = await Promise.all(cell.procs.map((p) => requestsServed(p.url)))
-      const f = await attackScenario(scenario, { env: db.env, baseUrls: cell.baseUrls, rate: 0, requests: iterations, workers: connections })
+      const f = await attackScenario(scenario, {
+        env: db.env, baseUrls: cell.baseUrls, rate: 0, requests: iterations, workers: connections
+      })
       const after = await Promise.all(cell.procs.map((p) => requestsServed(p.url)))
       return { ...f, served: after.map((a, i) => a - before[i]) }
     }
@@ -78,7 +82,8 @@ export async function matrix ({
         const served = c.runs.reduce((acc, f) => acc.map((s, i) => s + f.served[i]), c.procs.map(() => 0))
         const total = served.reduce((a, b) => a + b, 0) || 1
         return {
-          instances: c.instances, workers: c.workers, lb: c.lb, rps, mean: mean(rps), stdev: stdev(rps), ratio: mean(rps) / baseRps,
+          instances: c.instances, workers: c.workers, lb: c.lb, rps,
+          mean: mean(rps), stdev: stdev(rps), ratio: mean(rps) / baseRps,
           seconds: mean(c.runs.map((f) => f.requests / f.rps)), p99: mean(c.runs.map((f) => f.p99)),
           errors: c.runs.reduce((s, f) => s + f.errors, 0),
           shares: served.map((s) => s / total)
@@ -106,17 +111,31 @@ export function answers ({ cells, repeat }, { instances, workers, lbs }) {
   const compare = (question, a, b) => {
     const se = Math.sqrt((a.stdev ** 2 + b.stdev ** 2) / repeat)
     const diff = b.mean - a.mean
-    const verdict = repeat < 2 ? 'one repetition: no noise estimate' : Math.abs(diff) <= 2 * se ? 'no difference beyond the noise' : diff > 0 ? 'helps' : 'hurts'
+    const verdict = repeat < 2
+      ? 'one repetition: no noise estimate'
+      : Math.abs(diff) <= 2 * se ? 'no difference beyond the noise' : diff > 0 ? 'helps' : 'hurts'
     return { question, ratio: b.mean / a.mean, verdict }
   }
   const out = []
-  for (const w of workers.slice(1)) out.push(compare(`WORKERS ${w} vs ${workers[0]} (${instances[0]} instance, ${lbs[0]})`, find(instances[0], workers[0], lbs[0]), find(instances[0], w, lbs[0])))
-  for (const n of instances.slice(1)) out.push(compare(`${n} instances vs ${instances[0]} (WORKERS ${workers[0]}, ${lbs[0]})`, find(instances[0], workers[0], lbs[0]), find(n, workers[0], lbs[0])))
+  for (const w of workers.slice(1)) {
+    out.push(compare(`WORKERS ${w} vs ${workers[0]} (${instances[0]} instance, ${lbs[0]})`,
+      find(instances[0], workers[0], lbs[0]), find(instances[0], w, lbs[0])))
+  }
+  for (const n of instances.slice(1)) {
+    out.push(compare(`${n} instances vs ${instances[0]} (WORKERS ${workers[0]}, ${lbs[0]})`,
+      find(instances[0], workers[0], lbs[0]), find(n, workers[0], lbs[0])))
+  }
   for (const lb of lbs.slice(1)) {
-    for (const n of instances) out.push(compare(`${lb} vs ${lbs[0]} (${n} instance${n > 1 ? 's' : ''}, WORKERS ${workers[0]})`, find(n, workers[0], lbs[0]), find(n, workers[0], lb)))
+    for (const n of instances) {
+      out.push(compare(`${lb} vs ${lbs[0]} (${n} instance${n > 1 ? 's' : ''}, WORKERS ${workers[0]})`,
+        find(n, workers[0], lbs[0]), find(n, workers[0], lb)))
+    }
   }
   const [n, w] = [instances.at(-1), workers.at(-1)]
-  if (instances.length > 1 && workers.length > 1) out.push(compare(`${n} instances × WORKERS ${w} vs ${instances[0]} × ${workers[0]} (${lbs[0]})`, find(instances[0], workers[0], lbs[0]), find(n, w, lbs[0])))
+  if (instances.length > 1 && workers.length > 1) {
+    out.push(compare(`${n} instances × WORKERS ${w} vs ${instances[0]} × ${workers[0]} (${lbs[0]})`,
+      find(instances[0], workers[0], lbs[0]), find(n, w, lbs[0])))
+  }
   return out
 }
 
@@ -125,16 +144,21 @@ export function markdown ({ scenario, requests, connections, repeat, rows, cells
   const lines = [
     `# Scale-out matrix: ${scenario}`,
     '',
-    `${fmt(requests)} requests over ${connections} connections per run (vegeta, closed loop), ${repeat} run(s) per cell, ${fmt(rows)} rows of data; ` +
+    `${fmt(requests)} requests over ${connections} connections per run (vegeta, closed loop), ` +
+    `${repeat} run(s) per cell, ${fmt(rows)} rows of data; ` +
     'load generator, PostgreSQL, Redis, nginx and the services share this machine\'s cores.',
     '',
-    '| instances | WORKERS | load balancer | RPS mean ± stdev | ratio to 1×1 | time per run s | p99 ms | errors | requests per instance % |',
+    '| instances | WORKERS | load balancer | RPS mean ± stdev | ratio to 1×1 | time per run s | p99 ms | errors | ' +
+    'requests per instance % |',
     '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |'
   ]
   for (const c of cells) {
-    lines.push(`| ${c.instances} | ${c.workers} | ${c.lb} | ${fmt(c.mean)} ± ${fmt(c.stdev)} | ${c.ratio.toFixed(2)} | ${c.seconds.toFixed(2)} | ${fmt(c.p99)} | ${c.errors} | ${c.shares.map(pct).join(' / ')} |`)
+    lines.push(`| ${c.instances} | ${c.workers} | ${c.lb} | ${fmt(c.mean)} ± ${fmt(c.stdev)} | ` +
+      `${c.ratio.toFixed(2)} | ${c.seconds.toFixed(2)} | ${fmt(c.p99)} | ${c.errors} | ` +
+      `${c.shares.map(pct).join(' / ')} |`)
   }
-  lines.push('', '## Do threads, instances or a load balancer help?', '', '| comparison | ratio | verdict |', '| --- | ---: | --- |')
+  lines.push('', '## Do threads, instances or a load balancer help?', '',
+    '| comparison | ratio | verdict |', '| --- | ---: | --- |')
   for (const a of answers) lines.push(`| ${a.question} | ${a.ratio.toFixed(2)} | ${a.verdict} |`)
   lines.push('', '![matrix](matrix.svg)', '')
   return lines.join('\n')
@@ -146,7 +170,9 @@ export function plot ({ scenario, cells }) {
     title: `${scenario}: RPS per cell, mean ± stdev`,
     xLabel: 'instances × WORKERS',
     yLabel: 'RPS',
-    bars: cells.map((c) => ({ label: `${c.instances}×${c.workers}`, value: c.mean, error: c.stdev, color: COLORS[lbs.indexOf(c.lb)] })),
+    bars: cells.map((c) => ({
+      label: `${c.instances}×${c.workers}`, value: c.mean, error: c.stdev, color: COLORS[lbs.indexOf(c.lb)]
+    })),
     legend: lbs.map((lb, i) => ({ name: lb === 'none' ? 'no load balancer' : `nginx ${lb}`, color: COLORS[i] })),
     ref: { y: cells[0].mean, label: 'first cell' }
   })])
@@ -154,20 +180,31 @@ export function plot ({ scenario, cells }) {
 
 export const usage = {
   usage: 'node loadtests/matrix.js [options]',
-  summary: 'Times the same fixed work (--requests over --connections, as fast as answers come) in every cell of instances × WORKERS × load balancer, ' +
-    '--repeat times, interleaved; starts its own PostgreSQL and Redis (or uses --database-url / --redis-url), nginx from the machine, and the instances as real processes. ' +
-    'Writes matrix.md (mean ± stdev, ratio to the first cell, which factor helps beyond the noise), matrix.svg and matrix.json.',
+  summary: 'Times the same fixed work (--requests over --connections, as fast as answers come) in every cell of ' +
+    'instances × WORKERS × load balancer, --repeat times, interleaved; starts its own PostgreSQL and Redis ' +
+    '(or uses --database-url / --redis-url), nginx from the machine, and the instances as real processes. ' +
+    'Writes matrix.md (mean ± stdev, ratio to the first cell, which factor helps beyond the noise), ' +
+    'matrix.svg and matrix.json.',
   options: {
     scenario: { type: 'string', value: 'NAME', default: 'product', help: SCENARIO_NAMES.join(', ') },
     instances: { type: 'string', value: 'N,N,…', default: '1,2', help: 'processes of the service per cell' },
     workers: { type: 'string', value: 'N,N,…', default: '1,2', help: 'WORKERS threads per process' },
-    lb: { type: 'string', value: 'LB,LB,…', default: 'none,round_robin,least_conn', help: 'none (client-side round robin), round_robin, least_conn (nginx)' },
+    lb: {
+      type: 'string',
+      value: 'LB,LB,…',
+      default: 'none,round_robin,least_conn',
+      help: 'none (client-side round robin), round_robin, least_conn (nginx)'
+    },
     repeat: { type: 'string', value: 'N', default: '5', help: 'runs per cell' },
     requests: { type: 'string', value: 'N', default: '20000', help: 'requests per run' },
     connections: { type: 'string', value: 'N', default: '64', help: 'keep-alive connections sending them' },
     rows: { type: 'string', value: 'N', default: '10000', help: 'rows of generated data' },
     'nginx-workers': { type: 'string', value: 'N', default: '1', help: 'nginx worker processes' },
-    'database-url': { type: 'string', value: 'URL', help: 'admin URL of a PostgreSQL to create the database on (default: a throwaway one)' },
+    'database-url': {
+      type: 'string',
+      value: 'URL',
+      help: 'admin URL of a PostgreSQL to create the database on (default: a throwaway one)'
+    },
     'redis-url': { type: 'string', value: 'URL', help: 'a Redis to use (default: a throwaway one)' },
     out: { type: 'string', value: 'DIR', help: 'where to write (default: loadtests/results/matrix-<scenario>-<time>)' }
   },
@@ -195,7 +232,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       databaseUrl: values['database-url'],
       redisUrl: values['redis-url']
     }
-    const out = values.out ?? join(here, 'results', `matrix-${scenario}-${new Date().toISOString().replace(/[:.]/g, '-')}`)
+    const out = values.out ??
+      join(here, 'results', `matrix-${scenario}-${new Date().toISOString().replace(/[:.]/g, '-')}`)
     const result = await matrix({ ...options, out, log: (m) => process.stderr.write(`matrix: ${m}\n`) })
     console.log(markdown(result))
     console.log(`written to ${relative(process.cwd(), out) || '.'}/ (matrix.md, matrix.svg, matrix.json)`)

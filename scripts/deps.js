@@ -5,7 +5,8 @@ import { existsSync, statSync } from 'node:fs'
 
 const major = Number(process.versions.node.split('.')[0])
 if (major < 24) {
-  console.error(`the suite needs Node.js 24 LTS (this is ${process.version}); e.g. \`npm i node@24\` in a tools folder and put its node_modules/.bin first on PATH`)
+  console.error(`the suite needs Node.js 24 LTS (this is ${process.version}); ` +
+    'e.g. `npm i node@24` in a tools folder and put its node_modules/.bin first on PATH')
   process.exit(1)
 }
 const installed = 'node_modules/.package-lock.json'

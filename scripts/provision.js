@@ -49,8 +49,11 @@ export function provision (what = 'all', { log = (line) => console.log(`provisio
     path.push(dirname(go))
     const env = { ...process.env, PATH: [dirname(go), process.env.PATH].join(delimiter), SUITE_TOOLS: toolsDir() }
     if (!goIsAtLeast(go, GO_MIN)) env.GOTOOLCHAIN = GO_TOOLCHAIN // Ubuntu's Go fetches and runs a recent one itself
-    const r = spawnSync('bash', [`${root}scripts/tools.sh`], { env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
-    if (r.status !== 0) throw new Error(`provision: scripts/tools.sh failed (exit ${r.status ?? r.signal}): see its output above`)
+    const r = spawnSync('bash', [`${root}scripts/tools.sh`],
+      { env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
+    if (r.status !== 0) {
+      throw new Error(`provision: scripts/tools.sh failed (exit ${r.status ?? r.signal}): see its output above`)
+    }
     path.unshift(goBinDir())
   }
   return path
@@ -88,10 +91,15 @@ export function goToolchain (oldGo, log) {
   const dir = join(toolsDir(), GO_TOOLCHAIN)
   const go = join(dir, 'bin', 'go')
   if (existsSync(go)) return go
-  const mod = `golang.org/toolchain@v0.0.1-${GO_TOOLCHAIN}.${process.platform}-${{ x64: 'amd64', arm64: 'arm64' }[process.arch] ?? process.arch}`
+  const arch = { x64: 'amd64', arm64: 'arm64' }[process.arch] ?? process.arch
+  const mod = `golang.org/toolchain@v0.0.1-${GO_TOOLCHAIN}.${process.platform}-${arch}`
   log(`go mod download ${mod} (this machine's Go cannot switch toolchains)`)
-  const r = spawnSync(oldGo, ['mod', 'download', '-json', mod], { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, GOFLAGS: '-modcacherw' } })
-  if (r.status !== 0) throw new Error(`provision: go mod download ${mod} failed: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ')}`)
+  const r = spawnSync(oldGo, ['mod', 'download', '-json', mod],
+    { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, GOFLAGS: '-modcacherw' } })
+  if (r.status !== 0) {
+    throw new Error(`provision: go mod download ${mod} failed: ` +
+      `${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ')}`)
+  }
   rmSync(`${dir}.tmp`, { recursive: true, force: true })
   cpSync(JSON.parse(r.stdout).Dir, `${dir}.tmp`, { recursive: true })
   const tools = join(`${dir}.tmp`, 'pkg', 'tool')
@@ -110,8 +118,14 @@ function hasPythonVenv () {
 function aptInstall (packages, log) {
   const list = packages.sort().join(' ')
   const command = `apt-get install -y --no-install-recommends ${list}`
-  if (!whichBinary('apt-get')) throw new Error(`provision: this machine lacks ${list} and has no apt-get: install them with its package manager, then run the command again`)
-  if (process.getuid?.() !== 0) throw new Error(`provision: this machine lacks ${list}: run \`sudo apt-get update && sudo ${command}\`, then the command again`)
+  if (!whichBinary('apt-get')) {
+    throw new Error(`provision: this machine lacks ${list} and has no apt-get: ` +
+      'install them with its package manager, then run the command again')
+  }
+  if (process.getuid?.() !== 0) {
+    throw new Error(`provision: this machine lacks ${list}: ` +
+      `run \`sudo apt-get update && sudo ${command}\`, then the command again`)
+  }
   log(`apt-get install ${list}`)
   const started = Date.now()
   // DPkg::Lock::Timeout: a fresh VM's unattended upgrade holds the lock for a while; wait, do not fail.
@@ -119,7 +133,9 @@ function aptInstall (packages, log) {
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
   for (const args of [['update'], ['install', '-y', '--no-install-recommends', ...packages]]) {
     const r = spawnSync('apt-get', [...opts, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' })
-    if (r.status !== 0) throw new Error(`provision: apt-get ${args[0]} failed: ${r.stderr.trim().split('\n').slice(-3).join(' ')}`)
+    if (r.status !== 0) {
+      throw new Error(`provision: apt-get ${args[0]} failed: ${r.stderr.trim().split('\n').slice(-3).join(' ')}`)
+    }
   }
   log(`installed ${list} in ${Math.round((Date.now() - started) / 1000)} s`)
 }

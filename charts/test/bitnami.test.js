@@ -24,14 +24,17 @@ test('PostgreSQL and Redis come from Bitnami\'s OCI charts at exact versions, ea
     ['redis', 'oci://registry-1.docker.io/bitnamicharts', 'redis.enabled']
   ])
   for (const d of bitnami) assert.match(d.version, /^\d+\.\d+\.\d+$/, `${d.name}: exact version`)
-  const aliases = chart.dependencies.filter((d) => d.name === 'service').map((d) => [d.alias, d.repository, d.condition])
-  assert.deepEqual(aliases, SERVICES.map((s) => [s, 'file://../service', `${s}.enabled`]), 'one generic chart, one alias per service')
+  const aliases = chart.dependencies.filter((d) => d.name === 'service')
+    .map((d) => [d.alias, d.repository, d.condition])
+  assert.deepEqual(aliases, SERVICES.map((s) => [s, 'file://../service', `${s}.enabled`]),
+    'one generic chart, one alias per service')
   const loadtest = chart.dependencies.find((d) => d.name === 'loadtest')
   assert.deepEqual([loadtest.repository, loadtest.condition], ['file://../loadtest', 'loadtest.enabled'])
   assert.equal(values.loadtest.enabled, false)
 })
 
-test('every Bitnami image comes from bitnamilegacy (the 2025 catalog move), which the charts must be told to allow', () => {
+test('every Bitnami image comes from bitnamilegacy (the 2025 catalog move), ' +
+  'which the charts must be told to allow', () => {
   const repos = []
   const walk = (v, path) => {
     if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, `${path}.${k}`)
@@ -43,7 +46,8 @@ test('every Bitnami image comes from bitnamilegacy (the 2025 catalog move), whic
   assert.equal(values.global.security.allowInsecureImages, true)
 })
 
-test('with the Bitnami charts: their Secrets, Services and pods are the ones the services use, and a reinstall keeps the password', () => {
+test('with the Bitnami charts: their Secrets, Services and pods are the ones the services use, ' +
+  'and a reinstall keeps the password', () => {
   const yaml = template(umbrellaWithDependencies())
   const kc = kubeconform(yaml)
   assert.deepEqual(kc.problems, [])
@@ -61,16 +65,21 @@ test('with the Bitnami charts: their Secrets, Services and pods are the ones the
     }
     const np = find('NetworkPolicy', `r-${s}`)
     for (const rule of np.spec.egress.filter((r) => r.to?.[0]?.podSelector)) {
-      const sts = docs.filter((o) => o.kind === 'StatefulSet' && Object.entries(rule.to[0].podSelector.matchLabels).every(([k, v]) => o.spec.template.metadata.labels[k] === v))
-      if (rule.ports[0].port !== 53) assert.equal(sts.length, 1, `${s}: egress on ${rule.ports[0].port} selects the Bitnami pods`)
+      const sts = docs.filter((o) => o.kind === 'StatefulSet' &&
+        Object.entries(rule.to[0].podSelector.matchLabels).every(([k, v]) => o.spec.template.metadata.labels[k] === v))
+      if (rule.ports[0].port !== 53) {
+        assert.equal(sts.length, 1, `${s}: egress on ${rule.ports[0].port} selects the Bitnami pods`)
+      }
     }
   }
   // PostgreSQL opens its data directory with the passwords of the umbrella's kept Secret, the same
   // one the services read: Bitnami makes no Secret of its own that a reinstall would replace.
   const pg = docs.find((o) => o.kind === 'StatefulSet' && o.metadata.labels['app.kubernetes.io/name'] === 'postgresql')
   const spec = pg.spec.template.spec
-  const pgSecrets = [...spec.containers[0].env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.valueFrom.secretKeyRef.name),
-    ...spec.volumes.filter((v) => v.secret).map((v) => v.secret.secretName)]
+  const pgSecrets = [
+    ...spec.containers[0].env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.valueFrom.secretKeyRef.name),
+    ...spec.volumes.filter((v) => v.secret).map((v) => v.secret.secretName)
+  ]
   assert.ok(pgSecrets.length >= 1 && pgSecrets.every((n) => n === 'r-postgresql-auth'), `PostgreSQL reads ${pgSecrets}`)
   assert.equal(find('Secret', 'r-postgresql')?.data?.password, undefined, 'no Bitnami-made PostgreSQL password')
   assert.equal(find('Secret', 'r-postgresql-auth').metadata.annotations['helm.sh/resource-policy'], 'keep')
@@ -78,7 +87,8 @@ test('with the Bitnami charts: their Secrets, Services and pods are the ones the
 
 // The bundled Redis is a cache: the umbrella rendered with the pinned Bitnami chart, and the redis.conf
 // it makes loaded by a real redis-server.
-test('the bundled Redis is a cache: maxmemory below its memory limit, LRU eviction, no AOF, no RDB, no volume', async (t) => {
+test('the bundled Redis is a cache: maxmemory below its memory limit, LRU eviction, ' +
+  'no AOF, no RDB, no volume', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'suite-redis-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   const docs = parse(template(umbrellaWithDependencies()))
@@ -89,9 +99,12 @@ test('the bundled Redis is a cache: maxmemory below its memory limit, LRU evicti
   assert.equal(limit, '512Mi')
 
   // The two files the chart's start script includes, as Redis reads them.
-  writeFileSync(join(dir, 'redis.conf'), `${conf['redis.conf']}\n${conf['master.conf'].replace(/^dir .*$/m, `dir ${dir}`)}\n`)
+  const masterConf = conf['master.conf'].replace(/^dir .*$/m, `dir ${dir}`)
+  writeFileSync(join(dir, 'redis.conf'), `${conf['redis.conf']}\n${masterConf}\n`)
   const port = await freePort()
-  const server = spawn('redis-server', [join(dir, 'redis.conf'), '--port', String(port), '--bind', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const server = spawn('redis-server', [join(dir, 'redis.conf'), '--port', String(port), '--bind', '127.0.0.1'], {
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
   t.after(() => server.kill())
   let out = ''
   server.stdout.on('data', (d) => { out += d })

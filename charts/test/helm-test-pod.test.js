@@ -12,11 +12,14 @@ import { charts, parse, requireTools, template } from './lib.js'
 
 before(requireTools)
 
-const script = () => parse(template(join(charts, 'service'), ['--show-only', 'templates/helm-test.yaml']))[0].spec.containers[0].command
+const script = () => parse(template(join(charts, 'service'), ['--show-only', 'templates/helm-test.yaml']))[0]
+  .spec.containers[0].command
 const runPod = (urls) => new Promise((resolve) => {
   const [node, flag, code] = script()
   assert.deepEqual([node, flag], ['node', '-e'])
-  const child = spawn(process.execPath, ['--input-type=module', '-e', code, ...urls], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code, ...urls], {
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })

@@ -23,30 +23,45 @@ function findK8sData () {
   if (process.env.SUITE_K8S_DATA) return process.env.SUITE_K8S_DATA
   const beside = (dir) => join(dir, '..', 'shared', 'k8s')
   if (existsSync(beside(root))) return beside(root)
-  const origin = spawnSync('git', ['config', '--get', 'remote.origin.url'], { cwd: root, encoding: 'utf8' }).stdout?.trim()
+  const origin = spawnSync('git', ['config', '--get', 'remote.origin.url'], { cwd: root, encoding: 'utf8' })
+    .stdout?.trim()
   if (origin && existsSync(origin) && existsSync(beside(origin))) return beside(origin)
   return beside(root) // missing: requireTools says so, naming this path
 }
 export const K8S_VERSION = '1.34.4'
 export const SERVICES = NAMES // services/list.js
 /** Every optional API the charts use, as a cluster with the add-ons would serve them. */
-const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule', 'gateway.networking.k8s.io/v1/HTTPRoute', 'k6.io/v1alpha1/TestRun']
+const API_VERSIONS = [
+  'monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule',
+  'gateway.networking.k8s.io/v1/HTTPRoute',
+  'k6.io/v1alpha1/TestRun'
+]
 
 /** Runs a program; throws with its output when it cannot be started. */
 export function run (cmd, args, { input, cwd = root } = {}) {
   const r = spawnSync(cmd, args, { cwd, input, encoding: 'utf8', maxBuffer: 64 << 20 })
-  if (r.error) throw new Error(`${cmd}: ${r.error.code === 'ENOENT' ? 'not found on PATH (node scripts/provision.js installs it)' : r.error.message}`)
+  if (r.error) {
+    const why = r.error.code === 'ENOENT'
+      ? 'not found on PATH (node scripts/provision.js installs it)'
+      : r.error.message
+    throw new Error(`${cmd}: ${why}`)
+  }
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
 /** Fails loudly, never skips, when a tool or the offline schemas are missing. */
 export function requireTools () {
-  for (const [tool, args] of [['helm', ['version', '--short']], ['kubeconform', ['-v']], ['helm-unittest', ['--help']]]) {
+  const tools = [['helm', ['version', '--short']], ['kubeconform', ['-v']], ['helm-unittest', ['--help']]]
+  for (const [tool, args] of tools) {
     const r = run(tool, args)
     if (r.code !== 0) throw new Error(`${tool} does not run: ${r.stderr}`)
   }
   const schemas = join(shared, 'schemas', `v${K8S_VERSION}-standalone-strict`)
-  if (!existsSync(schemas)) throw new Error(`offline Kubernetes schemas missing: ${schemas} (../shared/k8s beside the repo, or set SUITE_K8S_DATA)`)
+  if (!existsSync(schemas)) {
+    throw new Error(`offline Kubernetes schemas missing: ${schemas} ` +
+      '(../shared/k8s beside the repo, or set SUITE_K8S_DATA)')
+  }
 }
 
 const umbrellaDirs = new Map()
@@ -59,7 +74,9 @@ export function umbrella (from = charts) {
   // charts/suite/charts (what `helm dependency build` fetched) stays out: the local charts go in as folders.
   cpSync(join(from, 'suite'), dir, { recursive: true, filter: (src) => src !== join(from, 'suite', 'charts') })
   for (const local of ['service', 'loadtest']) {
-    if (!existsSync(join(from, local, 'Chart.yaml'))) throw new Error(`charts/${local} is missing: charts/suite depends on it`)
+    if (!existsSync(join(from, local, 'Chart.yaml'))) {
+      throw new Error(`charts/${local} is missing: charts/suite depends on it`)
+    }
     // dereference: charts/loadtest/scripts is a link to loadtests/k6
     cpSync(join(from, local), join(dir, 'charts', local), { recursive: true, dereference: true })
   }
@@ -85,14 +102,19 @@ export function fillDependencies (dir, from = charts) {
   const chart = parse(readFileSync(join(dir, 'Chart.yaml'), 'utf8'))[0]
   for (const dep of chart.dependencies.filter((d) => d.repository.startsWith('oci://'))) {
     const archive = join(shared, 'charts', `${dep.name}-${dep.version}.tgz`)
-    if (!existsSync(archive)) throw new Error(`${archive} missing: the offline archive of ${dep.name} ${dep.version} (../shared/k8s/charts)`)
+    if (!existsSync(archive)) {
+      throw new Error(`${archive} missing: the offline archive of ${dep.name} ${dep.version} (../shared/k8s/charts)`)
+    }
     cpSync(archive, join(dir, 'charts', `${dep.name}-${dep.version}.tgz`))
   }
   return readdirSync(join(dir, 'charts')).filter((f) => f.endsWith('.tgz'))
 }
 
 let fullDir
-/** A copy of charts/suite with every dependency in its charts/ folder (fillDependencies): renders the umbrella as a user installs it, Bitnami's objects too. */
+/**
+ * A copy of charts/suite with every dependency in its charts/ folder (fillDependencies): renders the
+ * umbrella as a user installs it, Bitnami's objects too.
+ */
 export function umbrellaWithDependencies () {
   if (fullDir) return fullDir
   const tmp = mkdtempSync(join(tmpdir(), 'suite-charts-full-'))
@@ -106,7 +128,10 @@ export function umbrellaWithDependencies () {
 
 /** helm template of a chart; throws with helm's message when it fails. */
 export function template (chart, args = [], { apiVersions = API_VERSIONS } = {}) {
-  const r = run('helm', ['template', 'r', chart, '--namespace', 'suite', '--kube-version', K8S_VERSION, ...apiVersions.flatMap((a) => ['--api-versions', a]), ...args])
+  const r = run('helm', [
+    'template', 'r', chart, '--namespace', 'suite', '--kube-version', K8S_VERSION,
+    ...apiVersions.flatMap((a) => ['--api-versions', a]), ...args
+  ])
   if (r.code !== 0) throw new Error(`helm template ${args.join(' ')}: ${r.stderr}`)
   return r.stdout
 }
@@ -124,11 +149,21 @@ export function parse (yaml) {
  */
 export function kubeconform (yaml, { ignoreMissingSchemas = false } = {}) {
   const s = join(shared, 'schemas')
-  const r = run('kubeconform', ['-strict', '-summary', '-output', 'json', '-kubernetes-version', K8S_VERSION, ...(ignoreMissingSchemas ? ['-ignore-missing-schemas'] : []),
-    '-schema-location', `${s}/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
-    '-schema-location', `${s}/crds-strict/{{ .ResourceKind }}{{ .KindSuffix }}.json`, '-'], { input: yaml })
+  const r = run('kubeconform', [
+    '-strict', '-summary', '-output', 'json', '-kubernetes-version', K8S_VERSION,
+    ...(ignoreMissingSchemas ? ['-ignore-missing-schemas'] : []),
+    '-schema-location',
+    `${s}/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
+    '-schema-location', `${s}/crds-strict/{{ .ResourceKind }}{{ .KindSuffix }}.json`, '-'
+  ], { input: yaml })
   const out = JSON.parse(r.stdout)
-  return { code: r.code, ...out.summary, problems: (out.resources ?? []).filter((x) => x.status !== 'statusValid').map((x) => `${x.kind}/${x.name}: ${x.msg}`) }
+  return {
+    code: r.code,
+    ...out.summary,
+    problems: (out.resources ?? [])
+      .filter((x) => x.status !== 'statusValid')
+      .map((x) => `${x.kind}/${x.name}: ${x.msg}`)
+  }
 }
 
 /** The pod specs of an object (Deployment, StatefulSet, Job, CronJob, Pod), or none. */

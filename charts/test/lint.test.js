@@ -32,5 +32,6 @@ function unittest (chart) {
   return Number(total)
 }
 
-test('helm-unittest: the service chart\'s policies', (t) => t.diagnostic(`${unittest(join(charts, 'service'))} unit tests`))
+test('helm-unittest: the service chart\'s policies', (t) =>
+  t.diagnostic(`${unittest(join(charts, 'service'))} unit tests`))
 test('helm-unittest: the umbrella\'s routing and checks', (t) => t.diagnostic(`${unittest(umbrella())} unit tests`))

@@ -12,8 +12,18 @@ before(requireTools)
 const each = (setting) => SERVICES.flatMap((s) => ['--set', `${s}.${setting}`])
 const VALUE_SETS = {
   defaults: [],
-  'external database and Redis': ['--set', 'postgresql.enabled=false,redis.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalRedis.host=cache.example.com,global.externalRedis.existingSecret=suite-cache'],
-  'external database with a private CA': ['--set', 'postgresql.enabled=false,global.externalDatabase.host=db.example.com,global.externalDatabase.existingSecret=suite-db,global.externalDatabase.caSecret=suite-db-ca,product.seed.enabled=true,profile.seed.enabled=true,menu.seed.enabled=true,backup.enabled=true'],
+  'external database and Redis': [
+    '--set',
+    'postgresql.enabled=false,redis.enabled=false,global.externalDatabase.host=db.example.com,' +
+    'global.externalDatabase.existingSecret=suite-db,global.externalRedis.host=cache.example.com,' +
+    'global.externalRedis.existingSecret=suite-cache'
+  ],
+  'external database with a private CA': [
+    '--set',
+    'postgresql.enabled=false,global.externalDatabase.host=db.example.com,' +
+    'global.externalDatabase.existingSecret=suite-db,global.externalDatabase.caSecret=suite-db-ca,' +
+    'product.seed.enabled=true,profile.seed.enabled=true,menu.seed.enabled=true,backup.enabled=true'
+  ],
   'backup on': ['--set', 'backup.enabled=true'],
   'Gateway API': ['--set', 'gateway.enabled=true,ingress.enabled=false'],
   'load tests on': ['--set', 'loadtest.enabled=true', '--set', 'loadtest.run=r1'],
@@ -39,21 +49,30 @@ function checkPolicies (docs) {
     for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
       const at = `${o.kind}/${o.metadata.name} container ${c.name}`
       const r = c.resources ?? {}
-      assert.ok(r.requests?.cpu && r.requests?.memory && r.limits?.memory, `${at}: resources (cpu, memory requests, memory limit)`)
-      assert.ok(r.requests?.['ephemeral-storage'] && r.limits?.['ephemeral-storage'], `${at}: ephemeral-storage request and limit`)
+      assert.ok(r.requests?.cpu && r.requests?.memory && r.limits?.memory,
+        `${at}: resources (cpu, memory requests, memory limit)`)
+      assert.ok(r.requests?.['ephemeral-storage'] && r.limits?.['ephemeral-storage'],
+        `${at}: ephemeral-storage request and limit`)
       const sc = c.securityContext ?? {}
       assert.equal(sc.readOnlyRootFilesystem, true, `${at}: readOnlyRootFilesystem`)
       assert.equal(sc.allowPrivilegeEscalation, false, `${at}: allowPrivilegeEscalation`)
       assert.ok(sc.capabilities?.drop?.includes('ALL'), `${at}: drop ALL`)
       assert.equal(sc.runAsNonRoot ?? spec.securityContext?.runAsNonRoot, true, `${at}: runAsNonRoot`)
-      assert.equal((sc.seccompProfile ?? spec.securityContext?.seccompProfile)?.type, 'RuntimeDefault', `${at}: seccomp`)
+      assert.equal((sc.seccompProfile ?? spec.securityContext?.seccompProfile)?.type, 'RuntimeDefault',
+        `${at}: seccomp`)
       for (const e of c.env ?? []) {
-        if (SECRETISH.test(e.name)) assert.ok(e.valueFrom?.secretKeyRef && e.value === undefined, `${at}: ${e.name} must come from a Secret`)
-        if (e.value) assert.doesNotMatch(e.value, /\/\/[^/@\s]*:[^/@\s]*@|[?&][a-z_]*pass(word)?=/i, `${at}: ${e.name} carries a password`)
+        if (SECRETISH.test(e.name)) {
+          assert.ok(e.valueFrom?.secretKeyRef && e.value === undefined, `${at}: ${e.name} must come from a Secret`)
+        }
+        if (e.value) {
+          assert.doesNotMatch(e.value, /\/\/[^/@\s]*:[^/@\s]*@|[?&][a-z_]*pass(word)?=/i,
+            `${at}: ${e.name} carries a password`)
+        }
         // verify-full against a mounted CA: every container told so has the CA where the URL says.
         const ca = /sslrootcert=([^&]+)/.exec(c.env?.find((x) => x.name === 'DATABASE_URL')?.value ?? '')?.[1]
         if (ca) {
-          assert.match(c.env.find((x) => x.name === 'DATABASE_URL').value, /[?&]sslmode=verify-full(&|$)/, `${at}: verify-full`)
+          assert.match(c.env.find((x) => x.name === 'DATABASE_URL').value, /[?&]sslmode=verify-full(&|$)/,
+            `${at}: verify-full`)
           const mount = (c.volumeMounts ?? []).find((m) => ca.startsWith(`${m.mountPath}/`))
           assert.ok(mount?.readOnly, `${at}: ${ca} mounted read-only`)
           const volume = spec.volumes?.find((v) => v.name === mount.name)
@@ -63,7 +82,9 @@ function checkPolicies (docs) {
     }
   }
   for (const cm of docs.filter((o) => o.kind === 'ConfigMap')) {
-    for (const key of Object.keys(cm.data ?? {})) assert.doesNotMatch(key, SECRETISH, `ConfigMap/${cm.metadata.name}: ${key}`)
+    for (const key of Object.keys(cm.data ?? {})) {
+      assert.doesNotMatch(key, SECRETISH, `ConfigMap/${cm.metadata.name}: ${key}`)
+    }
   }
   // One Secret of ours at most: the bundled PostgreSQL's passwords, kept on uninstall with its volume.
   const secrets = docs.filter((o) => o.kind === 'Secret')
@@ -87,13 +108,18 @@ function checkPolicies (docs) {
     assert.equal(c.livenessProbe?.httpGet?.path, '/healthz', `${name}: liveness probe`)
     assert.equal(c.readinessProbe?.httpGet?.path, '/readyz', `${name}: readiness probe`)
     assert.match(env.WORKERS ?? '', /^[1-9]\d*$/, `${name}: WORKERS set explicitly`)
-    assert.ok(spec.terminationGracePeriodSeconds * 1000 > Number(env.SHUTDOWN_DELAY_MS) + Number(env.SHUTDOWN_GRACE_MS), `${name}: grace period outlasts delay + grace`)
-    for (const o of others) assert.ok(!selects(d.spec.selector.matchLabels, podSpec(o) && (o.spec.template?.metadata ?? o.metadata).labels), `${name}'s selector takes ${o.kind}/${o.metadata.name}`)
+    assert.ok(spec.terminationGracePeriodSeconds * 1000 > Number(env.SHUTDOWN_DELAY_MS) + Number(env.SHUTDOWN_GRACE_MS),
+      `${name}: grace period outlasts delay + grace`)
+    for (const o of others) {
+      assert.ok(!selects(d.spec.selector.matchLabels, podSpec(o) && (o.spec.template?.metadata ?? o.metadata).labels),
+        `${name}'s selector takes ${o.kind}/${o.metadata.name}`)
+    }
 
     const svc = named('Service', name)
     assert.ok(svc && selects(svc.spec.selector, labels), `${name}: its Service selects its pods`)
     const job = svc.metadata.labels['app.kubernetes.io/name']
-    assert.ok(SERVICES.includes(job), `${name}: Service label app.kubernetes.io/name=${job} is a service name (Prometheus job)`)
+    assert.ok(SERVICES.includes(job),
+      `${name}: Service label app.kubernetes.io/name=${job} is a service name (Prometheus job)`)
     const sm = named('ServiceMonitor', name)
     assert.ok(sm, `${name}: ServiceMonitor`)
     assert.equal(sm.spec.jobLabel, 'app.kubernetes.io/name')
@@ -113,9 +139,16 @@ function checkPolicies (docs) {
 
     const np = named('NetworkPolicy', name)
     assert.ok(np && selects(np.spec.podSelector.matchLabels, labels), `${name}: NetworkPolicy selects its pods`)
-    for (const o of others) assert.ok(!selects(np.spec.podSelector.matchLabels, (o.spec.template?.metadata ?? o.metadata).labels), `${name}'s NetworkPolicy takes ${o.kind}/${o.metadata.name}`)
+    for (const o of others) {
+      assert.ok(!selects(np.spec.podSelector.matchLabels, (o.spec.template?.metadata ?? o.metadata).labels),
+        `${name}'s NetworkPolicy takes ${o.kind}/${o.metadata.name}`)
+    }
     const testPod = docs.find((o) => o.kind === 'Pod' && o.metadata.labels['app.kubernetes.io/name'] === job)
-    assert.ok(np.spec.ingress[0].from.some((peer) => !peer.namespaceSelector && selects(peer.podSelector.matchLabels, testPod.metadata.labels)), `${name}: its helm test pod may call it`)
+    assert.ok(
+      np.spec.ingress[0].from.some((peer) =>
+        !peer.namespaceSelector && selects(peer.podSelector.matchLabels, testPod.metadata.labels)),
+      `${name}: its helm test pod may call it`
+    )
     const egressPorts = np.spec.egress.flatMap((r) => r.ports.map((p) => p.port))
     const url = (n) => new URL(env[n])
     assert.ok(egressPorts.includes(Number(url('DATABASE_URL').port)), `${name}: egress to PostgreSQL's port`)
@@ -123,7 +156,8 @@ function checkPolicies (docs) {
     assert.ok(egressPorts.includes(53), `${name}: egress to DNS`)
   }
   for (const hpa of docs.filter((o) => o.kind === 'HorizontalPodAutoscaler')) {
-    assert.ok(named('Deployment', hpa.spec.scaleTargetRef.name), `HPA/${hpa.metadata.name} targets a Deployment of the release`)
+    assert.ok(named('Deployment', hpa.spec.scaleTargetRef.name),
+      `HPA/${hpa.metadata.name} targets a Deployment of the release`)
   }
 }
 
@@ -140,21 +174,31 @@ for (const [name, args] of Object.entries(VALUE_SETS)) {
 }
 
 test('seed Jobs are named after their pod template: the same values keep the Job, a new image makes a new one', () => {
-  const seedJobs = (args) => parse(render(['-f', 'values-dev.yaml', ...args])).filter((o) => o.kind === 'Job' && o.metadata.labels['app.kubernetes.io/component'] === 'seed').map((o) => o.metadata.name).sort()
+  const seedJobs = (args) => parse(render(['-f', 'values-dev.yaml', ...args]))
+    .filter((o) => o.kind === 'Job' && o.metadata.labels['app.kubernetes.io/component'] === 'seed')
+    .map((o) => o.metadata.name).sort()
   const first = seedJobs([])
   assert.equal(first.length, 3)
-  assert.deepEqual(seedJobs([]), first, 'rendered again with the same values: the same Jobs (an upgrade leaves them be)')
+  assert.deepEqual(seedJobs([]), first,
+    'rendered again with the same values: the same Jobs (an upgrade leaves them be)')
   const upgraded = seedJobs(['--set', 'product.image.tag=v2'])
-  assert.deepEqual(upgraded.filter((n) => !first.includes(n)).map((n) => n.replace(/-[0-9a-f]{8}$/, '')), ['r-product-seed'], 'a new product image: a new product seed Job only')
+  assert.deepEqual(upgraded.filter((n) => !first.includes(n)).map((n) => n.replace(/-[0-9a-f]{8}$/, '')),
+    ['r-product-seed'], 'a new product image: a new product seed Job only')
 })
 
-test('external database and Redis: every service gets their URLs and the user\'s Secrets; the migration hook runs before the install', () => {
+test('external database and Redis: every service gets their URLs and the user\'s Secrets; ' +
+  'the migration hook runs before the install', () => {
   const docs = parse(render(VALUE_SETS['external database and Redis']))
   for (const s of SERVICES) {
-    const env = docs.find((o) => o.kind === 'Deployment' && o.metadata.name === `r-${s}`).spec.template.spec.containers[0].env
+    const env = docs.find((o) => o.kind === 'Deployment' && o.metadata.name === `r-${s}`)
+      .spec.template.spec.containers[0].env
     assert.deepEqual(env.find((e) => e.name === 'DATABASE_URL').value, 'postgres://suite@db.example.com:5432/suite')
-    assert.deepEqual(env.find((e) => e.name === 'DATABASE_PASSWORD').valueFrom, { secretKeyRef: { name: 'suite-db', key: 'password' } })
-    assert.deepEqual(env.find((e) => e.name === 'REDIS_PASSWORD').valueFrom, { secretKeyRef: { name: 'suite-cache', key: 'redis-password' } })
+    assert.deepEqual(env.find((e) => e.name === 'DATABASE_PASSWORD').valueFrom, {
+      secretKeyRef: { name: 'suite-db', key: 'password' }
+    })
+    assert.deepEqual(env.find((e) => e.name === 'REDIS_PASSWORD').valueFrom, {
+      secretKeyRef: { name: 'suite-cache', key: 'redis-password' }
+    })
     const hook = docs.find((o) => o.kind === 'Job' && o.metadata.name === `r-${s}-migrate`)
     assert.equal(hook.metadata.annotations['helm.sh/hook'], 'pre-install,pre-upgrade')
   }
@@ -166,7 +210,8 @@ test('load tests on: the scripts ship with the release, and a TestRun only once 
   const enabledOnly = parse(render(['--set', 'loadtest.enabled=true']))
   assert.ok(enabledOnly.some((o) => o.kind === 'ConfigMap' && o.metadata.name === 'r-loadtest-scripts'), 'the scripts')
   assert.ok(!enabledOnly.some((o) => o.kind === 'TestRun'), 'no TestRun without loadtest.run')
-  assert.ok(!parse(render([])).some((o) => o.kind === 'TestRun' || o.metadata.name === 'r-loadtest-scripts'), 'nothing of the load tests by default')
+  assert.ok(!parse(render([])).some((o) => o.kind === 'TestRun' || o.metadata.name === 'r-loadtest-scripts'),
+    'nothing of the load tests by default')
 })
 
 // Paths of the original APIs and the service each must reach; and paths no service must get.
@@ -182,7 +227,10 @@ const ROUTED = {
   '/menu/42': 'menu',
   '/flows': 'flows'
 }
-const UNROUTED = ['/', '/metrics', '/healthz', '/readyz', '/docs', '/productsx', '/restaurants/42/menu/x', '/restaurants/4/2/profile', '/menus/1']
+const UNROUTED = [
+  '/', '/metrics', '/healthz', '/readyz', '/docs', '/productsx', '/restaurants/42/menu/x', '/restaurants/4/2/profile',
+  '/menus/1'
+]
 
 // ingress-nginx with use-regex: `location ~* "^<path>"`, tried in order of length. Each path must be
 // matched by exactly one location, so the order never decides.
@@ -198,17 +246,22 @@ test('Ingress: each original path reaches exactly one service, the right one', (
 test('HTTPRoute: each original path reaches exactly one service, the right one', () => {
   const route = parse(render(VALUE_SETS['Gateway API'])).find((o) => o.kind === 'HTTPRoute')
   const hit = ({ type, value }, url) =>
-    type === 'Exact' ? url === value : type === 'PathPrefix' ? url === value || url.startsWith(`${value}/`) : new RegExp(value).test(url)
-  const match = (url) => route.spec.rules.filter((r) => r.matches.some((m) => hit(m.path, url))).map((r) => r.backendRefs[0].name)
+    type === 'Exact'
+      ? url === value
+      : type === 'PathPrefix' ? url === value || url.startsWith(`${value}/`) : new RegExp(value).test(url)
+  const match = (url) => route.spec.rules.filter((r) => r.matches.some((m) => hit(m.path, url)))
+    .map((r) => r.backendRefs[0].name)
   for (const [url, service] of Object.entries(ROUTED)) assert.deepEqual(match(url), [`r-${service}`], url)
   for (const url of UNROUTED) assert.deepEqual(match(url), [], url)
 })
 
-test('a cluster without the prometheus-operator gets no ServiceMonitor; without the Gateway API, gateway.enabled fails clearly', () => {
+test('a cluster without the prometheus-operator gets no ServiceMonitor; ' +
+  'without the Gateway API, gateway.enabled fails clearly', () => {
   const docs = parse(template(umbrella(), [], { apiVersions: [] }))
   assert.ok(docs.some((o) => o.kind === 'Deployment'))
   assert.ok(!docs.some((o) => o.kind === 'ServiceMonitor'))
-  assert.throws(() => template(umbrella(), ['--set', 'gateway.enabled=true'], { apiVersions: [] }), /gateway.networking.k8s.io\/v1\/HTTPRoute/)
+  assert.throws(() => template(umbrella(), ['--set', 'gateway.enabled=true'], { apiVersions: [] }),
+    /gateway.networking.k8s.io\/v1\/HTTPRoute/)
 })
 
 test('dashboards: one ConfigMap per file of charts/suite/dashboards for the Grafana sidecar', () => {
@@ -219,6 +272,7 @@ test('dashboards: one ConfigMap per file of charts/suite/dashboards for the Graf
     const map = maps.find((m) => file in m.data)
     assert.ok(map, file)
     assert.equal(map.metadata.annotations.grafana_folder, 'Suite')
-    assert.deepEqual(JSON.parse(map.data[file]), JSON.parse(readFileSync(join(charts, 'suite', 'dashboards', file), 'utf8')))
+    assert.deepEqual(JSON.parse(map.data[file]),
+      JSON.parse(readFileSync(join(charts, 'suite', 'dashboards', file), 'utf8')))
   }
 })

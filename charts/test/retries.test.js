@@ -17,13 +17,19 @@ before(requireTools)
 
 /** The chart's retry settings, read back from its rendering (defaults, or `args`). */
 function rendered (args = []) {
-  const objects = parse(template(umbrella(), ['--set', 'gateway.enabled=true', ...args], { apiVersions: ['traefik.io/v1alpha1/Middleware', 'gateway.networking.k8s.io/v1/HTTPRoute'] }))
+  const objects = parse(template(umbrella(), ['--set', 'gateway.enabled=true', ...args], {
+    apiVersions: ['traefik.io/v1alpha1/Middleware', 'gateway.networking.k8s.io/v1/HTTPRoute']
+  }))
   const ingress = objects.find((o) => o.kind === 'Ingress')
   const middleware = objects.find((o) => o.kind === 'Middleware')
   const route = objects.find((o) => o.kind === 'HTTPRoute')
   const a = (name) => ingress.metadata.annotations[`nginx.ingress.kubernetes.io/${name}`]
   return {
-    nginx: a('proxy-next-upstream') && { nextUpstream: a('proxy-next-upstream'), tries: Number(a('proxy-next-upstream-tries')), timeout: Number(a('proxy-next-upstream-timeout')) },
+    nginx: a('proxy-next-upstream') && {
+      nextUpstream: a('proxy-next-upstream'),
+      tries: Number(a('proxy-next-upstream-tries')),
+      timeout: Number(a('proxy-next-upstream-timeout'))
+    },
     middleware,
     filters: route.spec.rules.map((r) => r.filters)
   }
@@ -52,8 +58,18 @@ before(async () => {
     live: await backend('live'),
     reset: await backend('reset', { reset: true }),
     refused: `127.0.0.1:${await freePort()}`,
-    resets: [await backend('reset1', { reset: true }), await backend('reset2', { reset: true }), await backend('reset3', { reset: true }), await backend('reset4', { reset: true })],
-    refusing: [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`]
+    resets: [
+      await backend('reset1', { reset: true }),
+      await backend('reset2', { reset: true }),
+      await backend('reset3', { reset: true }),
+      await backend('reset4', { reset: true })
+    ],
+    refusing: [
+      `127.0.0.1:${await freePort()}`,
+      `127.0.0.1:${await freePort()}`,
+      `127.0.0.1:${await freePort()}`,
+      `127.0.0.1:${await freePort()}`
+    ]
   }
 })
 after(() => { for (const s of servers) s.close() })
@@ -73,7 +89,11 @@ async function send (url, pool, method, n = 8) {
   const out = []
   for (let i = 0; i < n; i++) {
     const id = `r${++ids}`
-    const res = await fetch(`${url}/${pool}/x`, { method, headers: { 'x-id': id, 'content-type': 'application/json' }, body: method === 'POST' ? '{"a":1}' : undefined })
+    const res = await fetch(`${url}/${pool}/x`, {
+      method,
+      headers: { 'x-id': id, 'content-type': 'application/json' },
+      body: method === 'POST' ? '{"a":1}' : undefined
+    })
     await res.arrayBuffer()
     out.push([id, res.status])
   }
@@ -86,6 +106,8 @@ async function startNginx ({ nextUpstream, tries, timeout }) {
   const dir = await daemonDir('nginx-retries')
   const port = await freePort()
   const pools = Object.entries(POOLS())
+  const upstreams = pools.map(([name, list]) =>
+    `  upstream ${name} {\n${list.map((s) => `    server ${s} max_fails=0;`).join('\n')}\n  }`).join('\n')
   // max_fails=0: ingress-nginx's balancer never benches a pod by itself, it follows the endpoints.
   await writeFile(join(dir, 'nginx.conf'), `daemon off;
 worker_processes 1;
@@ -99,7 +121,7 @@ http {
   fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
-${pools.map(([name, list]) => `  upstream ${name} {\n${list.map((s) => `    server ${s} max_fails=0;`).join('\n')}\n  }`).join('\n')}
+${upstreams}
   server {
     listen 127.0.0.1:${port};
     proxy_http_version 1.1;
@@ -112,15 +134,25 @@ ${pools.map(([name]) => `    location /${name}/ { proxy_pass http://${name}; }`)
 }
 `)
   const url = `http://127.0.0.1:${port}`
-  return { url, ...await startDaemon({ bin: findBinary('nginx'), args: ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr'], readyUrl: `${url}/live/`, dir }) }
+  return {
+    url,
+    ...await startDaemon({
+      bin: findBinary('nginx'),
+      args: ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr'],
+      readyUrl: `${url}/live/`,
+      dir
+    })
+  }
 }
 
 async function startTraefik (middleware) {
   const dir = await daemonDir('traefik-retries')
   const port = await freePort()
   const pools = Object.entries(POOLS())
-  const routers = pools.map(([name]) => `    ${name}:\n      rule: PathPrefix(\`/${name}/\`)\n      service: ${name}\n      middlewares: [retry]`).join('\n')
-  const services = pools.map(([name, list]) => `    ${name}:\n      loadBalancer:\n        servers:\n${list.map((s) => `          - url: http://${s}`).join('\n')}`).join('\n')
+  const routers = pools.map(([name]) => `    ${name}:\n      rule: PathPrefix(\`/${name}/\`)\n` +
+    `      service: ${name}\n      middlewares: [retry]`).join('\n')
+  const services = pools.map(([name, list]) => `    ${name}:\n      loadBalancer:\n        servers:\n` +
+    `${list.map((s) => `          - url: http://${s}`).join('\n')}`).join('\n')
   await writeFile(join(dir, 'dynamic.yaml'), `http:
   middlewares:
     retry:
@@ -141,22 +173,31 @@ ${services}
   return { url, ...daemon }
 }
 
-test('the chart renders bounded retries: the Ingress\'s nginx annotations, the HTTPRoute\'s Traefik Middleware; off when turned off', () => {
+test('the chart renders bounded retries: the Ingress\'s nginx annotations, the HTTPRoute\'s Traefik Middleware; ' +
+  'off when turned off', () => {
   const on = rendered()
   assert.deepEqual(on.nginx, { nextUpstream: 'error timeout', tries: 3, timeout: 10 })
   assert.deepEqual(on.middleware.spec, { retry: { attempts: 3, initialInterval: '50ms' } })
-  for (const filters of on.filters) assert.deepEqual(filters, [{ type: 'ExtensionRef', extensionRef: { group: 'traefik.io', kind: 'Middleware', name: on.middleware.metadata.name } }])
+  for (const filters of on.filters) {
+    assert.deepEqual(filters, [{
+      type: 'ExtensionRef',
+      extensionRef: { group: 'traefik.io', kind: 'Middleware', name: on.middleware.metadata.name }
+    }])
+  }
   const off = rendered(['--set', 'retries.enabled=false'])
   assert.equal(off.nginx, undefined)
   assert.equal(off.middleware, undefined)
   for (const filters of off.filters) assert.equal(filters, undefined)
   // Without Traefik's API the route carries no filter that would point at nothing.
-  const plain = parse(template(umbrella(), ['--set', 'gateway.enabled=true'], { apiVersions: ['gateway.networking.k8s.io/v1/HTTPRoute'] }))
+  const plain = parse(template(umbrella(), ['--set', 'gateway.enabled=true'], {
+    apiVersions: ['gateway.networking.k8s.io/v1/HTTPRoute']
+  }))
   assert.equal(plain.find((o) => o.kind === 'Middleware'), undefined)
   for (const r of plain.find((o) => o.kind === 'HTTPRoute').spec.rules) assert.equal(r.filters, undefined)
 })
 
-test('nginx with the Ingress\'s annotations: a refused connection goes to the next pod, any method; after a reset GET does, a POST never; tries bounded', async () => {
+test('nginx with the Ingress\'s annotations: a refused connection goes to the next pod, any method; ' +
+  'after a reset GET does, a POST never; tries bounded', async () => {
   const nginx = await startNginx(rendered().nginx)
   try {
     for (const method of ['POST', 'GET']) {
@@ -184,7 +225,8 @@ test('nginx with the Ingress\'s annotations: a refused connection goes to the ne
   }
 })
 
-test('Traefik with the chart\'s Middleware: a refused connection goes to the next pod, any method; nothing that reached a pod is sent again; attempts bounded', async () => {
+test('Traefik with the chart\'s Middleware: a refused connection goes to the next pod, any method; ' +
+  'nothing that reached a pod is sent again; attempts bounded', async () => {
   const traefik = await startTraefik(rendered().middleware)
   try {
     for (const method of ['POST', 'GET']) {

@@ -13,7 +13,8 @@ export const REGISTRY = env.E2E_REGISTRY || 'localhost'
 export const INGRESS_URL = env.INGRESS_URL
 export const INGRESS_HOST = 'ingress.suite.test'
 export const GATEWAY_HOST = 'gateway.suite.test'
-export const BUILD = env.E2E_BUILD || (run('sh', ['-c', 'command -v buildah'], { ok: true }).code === 0 ? 'buildah' : 'docker')
+export const BUILD = env.E2E_BUILD ||
+  (run('sh', ['-c', 'command -v buildah'], { ok: true }).code === 0 ? 'buildah' : 'docker')
 export const LOAD = env.E2E_IMAGE_LOAD ?? env.K8S_LAB_LOAD ?? ''
 export const TAG = env.E2E_TAG || `e2e-${run('git', ['-C', root, 'rev-parse', '--short', 'HEAD']).stdout.trim()}`
 export const [gatewayNs, gatewayName] = (env.E2E_GATEWAY || '').split('/')
@@ -42,7 +43,10 @@ export const SCRAPE_SECONDS = 5
 // product scaled on requests per second alone (not CPU) and back down within a minute, and page alerts
 // on windows short enough to fire and resolve within the run.
 const MONITORING_VALUES = [
-  ...SERVICES.flatMap((s) => ['--set', `${s}.serviceMonitor.interval=${SCRAPE_SECONDS}s`, '--set', `${s}.serviceMonitor.scrapeTimeout=${SCRAPE_SECONDS - 1}s`]),
+  ...SERVICES.flatMap((s) => [
+    '--set', `${s}.serviceMonitor.interval=${SCRAPE_SECONDS}s`,
+    '--set', `${s}.serviceMonitor.scrapeTimeout=${SCRAPE_SECONDS - 1}s`
+  ]),
   '--set', 'global.tracing.endpoint=http://jaeger.observability:4318',
   '--set', 'product.autoscaling.targetCPUUtilizationPercentage=0',
   '--set', 'product.autoscaling.requestsPerSecond.enabled=true',
@@ -53,7 +57,12 @@ const MONITORING_VALUES = [
 ]
 
 // helm template knows no cluster: the optional APIs the CRDs above (and the lab's Gateway API) serve.
-export const API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule', 'k6.io/v1alpha1/TestRun', 'gateway.networking.k8s.io/v1/HTTPRoute'].flatMap((a) => ['--api-versions', a])
+export const API_VERSIONS = [
+  'monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule',
+  'k6.io/v1alpha1/TestRun',
+  'gateway.networking.k8s.io/v1/HTTPRoute'
+].flatMap((a) => ['--api-versions', a])
 
 /** The e2e's values; `images: false` for a release's chart, which pins its images (registry and digests). */
 export function helmValues (extra = [], { images = true } = {}) {
@@ -70,10 +79,19 @@ export function helmValues (extra = [], { images = true } = {}) {
     // One service scales from a single replica, for the HPA phase; the others keep the default two.
     '--set', 'product.autoscaling.minReplicas=1',
     ...MONITORING_VALUES,
-    ...LIST.filter((s) => s.data).flatMap((s) => ['--set', `${s.name}.seed.enabled=true`, '--set', `${s.name}.seed.scale=200`]),
+    ...LIST.filter((s) => s.data).flatMap((s) => [
+      '--set', `${s.name}.seed.enabled=true`, '--set', `${s.name}.seed.scale=200`
+    ]),
     ...(images ? SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}`]) : [])
   ]
-  if (gatewayName) args.push('--set', 'gateway.enabled=true', '--set', `gateway.parentRefs[0].name=${gatewayName}`, '--set', `gateway.parentRefs[0].namespace=${gatewayNs}`, '--set', `gateway.hostnames[0]=${GATEWAY_HOST}`)
+  if (gatewayName) {
+    args.push(
+      '--set', 'gateway.enabled=true',
+      '--set', `gateway.parentRefs[0].name=${gatewayName}`,
+      '--set', `gateway.parentRefs[0].namespace=${gatewayNs}`,
+      '--set', `gateway.hostnames[0]=${GATEWAY_HOST}`
+    )
+  }
   for (const f of (env.E2E_VALUES || '').split(',').filter(Boolean)) args.push('-f', join(root, f))
   return [...args, ...extra]
 }

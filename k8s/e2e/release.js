@@ -35,20 +35,40 @@ export async function releases () {
     const made = []
     for (const [v, tree] of [[previous.version, worktree], [version, undefined]]) {
       const started = Date.now()
-      const steps = releaseSteps({ version: v, registry: REGISTRY, key: join(dir, 'cosign.key'), tree, out: join(dir, `release-${v}`), nodeImage: env.E2E_NODE_IMAGE })
+      const steps = releaseSteps({
+        version: v,
+        registry: REGISTRY,
+        key: join(dir, 'cosign.key'),
+        tree,
+        out: join(dir, `release-${v}`),
+        nodeImage: env.E2E_NODE_IMAGE
+      })
       await steps.run()
       made.push(`${v} released in ${((Date.now() - started) / 1000).toFixed(0)} s`)
     }
-    const verify = (v) => verifyRelease({ version: v, registry: REGISTRY, key: join(dir, 'cosign.pub'), out: mkdtempSync(join(tmpdir(), 'suite-verified-')), log: console.error })
-    e2e.releases = { previous: { ...verify(previous.version), version: previous.version }, current: { ...verify(version), version } }
-    return `${made.join(', ')}; both verified (charts, images, SBOM attestations); ${tampered(version, verify, join(dir, 'cosign.pub'))}`
+    const verify = (v) => verifyRelease({
+      version: v,
+      registry: REGISTRY,
+      key: join(dir, 'cosign.pub'),
+      out: mkdtempSync(join(tmpdir(), 'suite-verified-')),
+      log: console.error
+    })
+    e2e.releases = {
+      previous: { ...verify(previous.version), version: previous.version },
+      current: { ...verify(version), version }
+    }
+    return `${made.join(', ')}; both verified (charts, images, SBOM attestations); ` +
+      `${tampered(version, verify, join(dir, 'cosign.pub'))}`
   } finally {
     run('git', ['-C', root, 'worktree', 'remove', '--force', worktree], { ok: true })
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
-/** An image of the release replaced under its tag (a label added): verification refuses the release, and the image itself is unsigned. */
+/**
+ * An image of the release replaced under its tag (a label added): verification refuses the release,
+ * and the image itself is unsigned.
+ */
 function tampered (version, verify, pub) {
   const a = artifacts(version, REGISTRY)
   const signed = a.resolve(a.image('flows'))
@@ -57,8 +77,12 @@ function tampered (version, verify, pub) {
   try {
     let refused
     try { verify(version) } catch (err) { refused = err.message }
-    if (!/tag was moved/.test(refused ?? '')) throw new Error(`a release whose flows tag names another image was not refused: ${refused ?? 'verified'}`)
-    const unsigned = run('cosign', ['verify', '--key', pub, '--insecure-ignore-tlog', '--allow-http-registry', `${a.imageRepo('flows')}@${moved}`], { ok: true })
+    if (!/tag was moved/.test(refused ?? '')) {
+      throw new Error(`a release whose flows tag names another image was not refused: ${refused ?? 'verified'}`)
+    }
+    const unsigned = run('cosign', [
+      'verify', '--key', pub, '--insecure-ignore-tlog', '--allow-http-registry', `${a.imageRepo('flows')}@${moved}`
+    ], { ok: true })
     if (unsigned.code === 0) throw new Error(`the tampered image ${moved} verified`)
     return `tampered (flows:${version} replaced): refused ("${refused}"); the replacing image has no signature`
   } finally {
@@ -75,7 +99,9 @@ async function versionsDuring (action) {
   let polling = true
   const poll = (async () => {
     while (polling) {
-      const pods = JSON.parse(await runAsync('kubectl', ['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=server', '-o', 'json'])).items
+      const pods = JSON.parse(await runAsync('kubectl', [
+        'get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=server', '-o', 'json'
+      ])).items
       const ready = pods.filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
       if (new Set(ready.map((p) => p.metadata.labels['app.kubernetes.io/version'])).size > 1) both++
       await new Promise((resolve) => setTimeout(resolve, 1000))
@@ -100,13 +126,19 @@ export async function upgradePath () {
         await runAsync('helm', command)
         rolloutStatus()
       })
-      const running = new Set(kjson(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=server']).items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.labels['app.kubernetes.io/version']))
-      if (running.size !== 1 || !running.has(to)) throw new Error(`${name}: the pods run ${[...running].join(', ')}, not ${to}`)
+      const running = new Set(kjson(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=server']).items
+        .filter((p) => !p.metadata.deletionTimestamp)
+        .map((p) => p.metadata.labels['app.kubernetes.io/version']))
+      if (running.size !== 1 || !running.has(to)) {
+        throw new Error(`${name}: the pods run ${[...running].join(', ')}, not ${to}`)
+      }
       return `${to} running; old and new Ready side by side in ${both} polls`
     })
     const upgrade = (chart) => ['upgrade', RELEASE, chart, '-n', NS, '--wait', '--timeout', '10m', ...releaseValues()]
     await step(`upgrade ${previous.version} → ${current.version}`, current.version, upgrade(current.chart))
-    await step(`rollback to ${previous.version}`, previous.version, ['rollback', RELEASE, '-n', NS, '--wait', '--timeout', '10m'])
+    await step(`rollback to ${previous.version}`, previous.version, [
+      'rollback', RELEASE, '-n', NS, '--wait', '--timeout', '10m'
+    ])
     await step(`upgrade again to ${current.version}`, current.version, upgrade(current.chart))
   })
 }

@@ -5,7 +5,9 @@
 /** Every PromQL target of a dashboard: [{ panel, refId, expr, instant }], rows' nested panels too. */
 export function targets (dashboard) {
   const panels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])])
-  return panels.filter((p) => p.type !== 'row').flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, refId: t.refId, expr: t.expr, instant: t.instant === true })))
+  return panels.filter((p) => p.type !== 'row').flatMap((p) => (p.targets ?? []).map((t) => ({
+    panel: p.title, refId: t.refId, expr: t.expr, instant: t.instant === true
+  })))
 }
 
 /** The query variables, in order (a later one may use an earlier one). */

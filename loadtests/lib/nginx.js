@@ -43,6 +43,11 @@ ${servers}
 }
 `)
   const url = `http://127.0.0.1:${port}`
-  const daemon = await startDaemon({ bin, args: ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr'], readyUrl: `${url}/healthz`, dir })
+  const daemon = await startDaemon({
+    bin,
+    args: ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr'],
+    readyUrl: `${url}/healthz`,
+    dir
+  })
   return { url, ...daemon }
 }

@@ -25,7 +25,11 @@ export async function startPrometheus ({ jobs, namespace = 'suite', scrapeSecond
   // JSON is YAML: no YAML library needed.
   if (groups) await writeFile(join(dir, 'rules.yml'), JSON.stringify({ groups }, null, 2))
   await writeFile(join(dir, 'prometheus.yml'), JSON.stringify({
-    global: { scrape_interval: `${scrapeSeconds}s`, scrape_timeout: `${scrapeSeconds}s`, evaluation_interval: `${scrapeSeconds}s` },
+    global: {
+      scrape_interval: `${scrapeSeconds}s`,
+      scrape_timeout: `${scrapeSeconds}s`,
+      evaluation_interval: `${scrapeSeconds}s`
+    },
     scrape_configs: scrapeConfigs,
     ...(groups && { rule_files: [join(dir, 'rules.yml')] })
   }, null, 2))

@@ -48,7 +48,10 @@ export async function prepareDatabase (service, { adminUrl, rows = 1000 }) {
     }
     const { rows: [r] } = await client.query(`SELECT min(id) AS lo, max(id) AS hi, count(*) AS n FROM ${data.table}`)
     const prefix = service.toUpperCase()
-    return { url, env: { [`${prefix}_IDS`]: `${r.lo}-${r.hi}`, ...(service === 'product' && { PRODUCT_PRODUCTS: String(r.n) }) } }
+    return {
+      url,
+      env: { [`${prefix}_IDS`]: `${r.lo}-${r.hi}`, ...(service === 'product' && { PRODUCT_PRODUCTS: String(r.n) }) }
+    }
   } finally {
     await client.end()
   }

@@ -6,7 +6,9 @@ export const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#
 
 const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 const text = (x, y, s, attrs = '') => `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attrs}>${esc(s)}</text>`
-export const fmt = (v) => (Math.abs(v) >= 100 || Number.isInteger(v) ? Math.round(v).toLocaleString('en-US') : Number(v.toPrecision(2)).toString())
+export const fmt = (v) => (Math.abs(v) >= 100 || Number.isInteger(v)
+  ? Math.round(v).toLocaleString('en-US')
+  : Number(v.toPrecision(2)).toString())
 
 /** A scale from [lo, hi] to pixels [a, b], with its tick values. */
 function scale (lo, hi, a, b, log) {
@@ -36,13 +38,16 @@ function frame ({ width, title, xLabel, yLabel, x, y, legend = [] }) {
     lx += 34 + 7 * s.name.length // about 7 px a character at 12 px
   }
   for (const t of x?.ticks ?? []) {
-    out.push(`<line x1="${x.f(t)}" y1="${M.top}" x2="${x.f(t)}" y2="${H - M.bottom}" stroke="#eee"/>`, text(x.f(t), H - M.bottom + 16, fmt(t), 'text-anchor="middle"'))
+    out.push(`<line x1="${x.f(t)}" y1="${M.top}" x2="${x.f(t)}" y2="${H - M.bottom}" stroke="#eee"/>`,
+      text(x.f(t), H - M.bottom + 16, fmt(t), 'text-anchor="middle"'))
   }
   for (const t of y.ticks) {
-    out.push(`<line x1="${M.left}" y1="${y.f(t)}" x2="${right}" y2="${y.f(t)}" stroke="#eee"/>`, text(M.left - 6, y.f(t) + 4, fmt(t), 'text-anchor="end"'))
+    out.push(`<line x1="${M.left}" y1="${y.f(t)}" x2="${right}" y2="${y.f(t)}" stroke="#eee"/>`,
+      text(M.left - 6, y.f(t) + 4, fmt(t), 'text-anchor="end"'))
   }
   out.push(
-    `<rect x="${M.left}" y="${M.top}" width="${right - M.left}" height="${H - M.top - M.bottom}" fill="none" stroke="#999"/>`,
+    `<rect x="${M.left}" y="${M.top}" width="${right - M.left}" height="${H - M.top - M.bottom}" ` +
+    'fill="none" stroke="#999"/>',
     text(width / 2, H - 10, xLabel, 'text-anchor="middle"'),
     text(16, H / 2, yLabel, `text-anchor="middle" transform="rotate(-90 16 ${H / 2})"`)
   )
@@ -50,14 +55,17 @@ function frame ({ width, title, xLabel, yLabel, x, y, legend = [] }) {
 }
 
 // A dashed reference line across the plot, labelled at its left end.
-const reference = (width, y, r) => `<line x1="${M.left}" y1="${y.f(r.y)}" x2="${width - M.right}" y2="${y.f(r.y)}" stroke="#d62728" stroke-dasharray="6 4"/>` +
+const reference = (width, y, r) => `<line x1="${M.left}" y1="${y.f(r.y)}" x2="${width - M.right}" y2="${y.f(r.y)}" ` +
+  'stroke="#d62728" stroke-dasharray="6 4"/>' +
   text(M.left + 6, y.f(r.y) - 4, r.label, 'fill="#d62728"')
 
 /**
  * series: [{ name, points: [[x, y], …], color?, dashed? }]; hlines: [{ y, label }] (e.g. an SLO);
  * marks: [{ x, y, label }] (red rings, e.g. the breaking point).
  */
-export function lineChart ({ title, xLabel, yLabel, series, logX = false, logY = false, hlines = [], marks = [], width = 560 }) {
+export function lineChart ({
+  title, xLabel, yLabel, series, logX = false, logY = false, hlines = [], marks = [], width = 560
+}) {
   const shown = (v) => Number.isFinite(v) && (!logY || v > 0)
   const pts = series.flatMap((s) => s.points).filter(([, v]) => shown(v))
   const ys = [...pts.map(([, v]) => v), ...hlines.map((h) => h.y)]
@@ -68,11 +76,13 @@ export function lineChart ({ title, xLabel, yLabel, series, logX = false, logY =
   out.push(...hlines.map((h) => reference(width, y, h)))
   for (const s of colored) {
     const p = s.points.filter(([, v]) => shown(v)).map(([a, b]) => [x.f(a).toFixed(1), y.f(b).toFixed(1)])
-    out.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="4 4"' : ''} points="${p.join(' ')}"/>`,
+    const dash = s.dashed ? ' stroke-dasharray="4 4"' : ''
+    out.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2"${dash} points="${p.join(' ')}"/>`,
       ...p.map(([cx, cy]) => `<circle cx="${cx}" cy="${cy}" r="3" fill="${s.color}"/>`))
   }
   for (const m of marks) {
-    out.push(`<circle cx="${x.f(m.x)}" cy="${y.f(m.y)}" r="8" fill="none" stroke="#d62728" stroke-width="2"/>`, text(x.f(m.x) - 12, y.f(m.y) + 4, m.label, 'text-anchor="end" fill="#d62728"'))
+    out.push(`<circle cx="${x.f(m.x)}" cy="${y.f(m.y)}" r="8" fill="none" stroke="#d62728" stroke-width="2"/>`,
+      text(x.f(m.x) - 12, y.f(m.y) + 4, m.label, 'text-anchor="end" fill="#d62728"'))
   }
   return { width, body: out.join('\n') }
 }
@@ -89,8 +99,9 @@ export function barChart ({ title, xLabel = '', yLabel, bars, legend = [], ref }
   bars.forEach((b, i) => {
     const cx = M.left + slot * (i + 0.5)
     const w = slot * 0.6
-    out.push(`<rect class="bar" x="${(cx - w / 2).toFixed(1)}" y="${y.f(b.value).toFixed(1)}" width="${w.toFixed(1)}" height="${(y.f(0) - y.f(b.value)).toFixed(1)}" fill="${b.color ?? COLORS[0]}"/>`,
-      text(cx, H - M.bottom + 16, b.label, 'text-anchor="middle"'))
+    const rect = `<rect class="bar" x="${(cx - w / 2).toFixed(1)}" y="${y.f(b.value).toFixed(1)}" ` +
+      `width="${w.toFixed(1)}" height="${(y.f(0) - y.f(b.value)).toFixed(1)}" fill="${b.color ?? COLORS[0]}"/>`
+    out.push(rect, text(cx, H - M.bottom + 16, b.label, 'text-anchor="middle"'))
     if (b.error) {
       const [lo, hi] = [y.f(b.value - b.error), y.f(b.value + b.error)]
       out.push(`<path d="M${cx} ${lo}V${hi}M${cx - 5} ${lo}h10M${cx - 5} ${hi}h10" stroke="#333"/>`)
@@ -103,6 +114,11 @@ export function barChart ({ title, xLabel = '', yLabel, bars, legend = [], ref }
 /** Charts side by side in one SVG document. */
 export function svgDocument (charts) {
   let x = 0
-  const body = charts.map((c) => { const g = `<g transform="translate(${x},0)">\n${c.body}\n</g>`; x += c.width; return g }).join('\n')
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${x}" height="${H}" viewBox="0 0 ${x} ${H}" font-family="sans-serif" font-size="12">\n<rect width="100%" height="100%" fill="white"/>\n${body}\n</svg>\n`
+  const body = charts.map((c) => {
+    const g = `<g transform="translate(${x},0)">\n${c.body}\n</g>`
+    x += c.width
+    return g
+  }).join('\n')
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${x}" height="${H}" viewBox="0 0 ${x} ${H}" ` +
+    `font-family="sans-serif" font-size="12">\n<rect width="100%" height="100%" fill="white"/>\n${body}\n</svg>\n`
 }

@@ -83,7 +83,12 @@ export function percentile (sorted, q) {
 /** p50, p95, p99 and max (ms) of a list of latencies. */
 export const summary = (latencies) => {
   const s = Float64Array.from(latencies).sort()
-  return { p50: percentile(s, 0.5), p95: percentile(s, 0.95), p99: percentile(s, 0.99), max: s.length ? s[s.length - 1] : NaN }
+  return {
+    p50: percentile(s, 0.5),
+    p95: percentile(s, 0.95),
+    p99: percentile(s, 0.99),
+    max: s.length ? s[s.length - 1] : NaN
+  }
 }
 
 /**
@@ -118,8 +123,13 @@ export function countLate (offsets, { rate, lateMs }) {
  *   late, dropped, statuses {code: n}, routes {name: {requests, errors, p50, p95, p99, max}}, firstError,
  *   latencies (ms, every request's, in the order they came: several attacks' percentiles together)
  */
-export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0, requests = 0, workers, lateMs = 100, timeoutSeconds = 30, name = 'attack', html, text }) {
-  if (!Number.isInteger(rate) || rate < 0) throw new Error(`the rate must be a whole number of requests per second (got ${rate})`)
+export async function attack ({
+  draw, classify, baseUrls, rate = 0, seconds = 0, requests = 0, workers, lateMs = 100, timeoutSeconds = 30,
+  name = 'attack', html, text
+}) {
+  if (!Number.isInteger(rate) || rate < 0) {
+    throw new Error(`the rate must be a whole number of requests per second (got ${rate})`)
+  }
   if (!(workers >= 1)) throw new Error(`workers must be at least 1 (got ${workers})`)
   const closed = rate === 0
   const fixedWork = closed && requests > 0
@@ -127,8 +137,13 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
   let planned = closed ? requests : Math.round(rate * seconds)
   const bin = vegetaBinary()
   const resultsFile = html || text ? `${html ?? text}.results.json` : null
-  const args = ['attack', '-lazy', '-format=json', `-name=${name}`, '-max-body=0', `-timeout=${timeoutSeconds}s`, `-max-workers=${workers}`, `-connections=${workers}`]
-  args.push(...(closed ? ['-rate=0', `-workers=${workers}`] : [`-rate=${rate}/1s`, `-workers=${Math.min(workers, 10)}`]))
+  const args = [
+    'attack', '-lazy', '-format=json', `-name=${name}`, '-max-body=0', `-timeout=${timeoutSeconds}s`,
+    `-max-workers=${workers}`, `-connections=${workers}`
+  ]
+  args.push(...(closed
+    ? ['-rate=0', `-workers=${workers}`]
+    : [`-rate=${rate}/1s`, `-workers=${Math.min(workers, 10)}`]))
   // An open loop runs until its planned requests are sent (the end of its input stops vegeta), and
   // for a grace period past its duration at most: a generator that fell behind sends the rest late
   // instead of dropping them at the bell.
@@ -168,10 +183,14 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
     // before its time at most, so a write's ETag is as fresh as its read's answer.
     const limit = closed && !fixedWork ? Infinity : planned
     while (written < limit && !attackDone) {
-      const due = closed ? Math.min(limit, written + 256) : Math.min(limit, Math.floor((performance.now() - t0 + LEAD_MS) / 1000 * rate))
+      const due = closed
+        ? Math.min(limit, written + 256)
+        : Math.min(limit, Math.floor((performance.now() - t0 + LEAD_MS) / 1000 * rate))
       let chunk = ''
       while (written < due) { chunk += nextLine(); written++ }
-      if (chunk && !atk.child.stdin.write(chunk)) await Promise.race([once(atk.child.stdin, 'drain').catch(() => {}), atk.exited])
+      if (chunk && !atk.child.stdin.write(chunk)) {
+        await Promise.race([once(atk.child.stdin, 'drain').catch(() => {}), atk.exited])
+      }
       if (!closed) await sleep(TICK_MS)
     }
     if (written === planned && !attackDone) atk.child.stdin.end()
@@ -248,7 +267,8 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
     late,
     dropped: closed ? 0 : Math.max(0, planned - all.length),
     statuses,
-    routes: Object.fromEntries([...routes].sort(([a], [b]) => a.localeCompare(b)).map(([n, r]) => [n, { requests: r.requests, errors: r.errors, ...summary(r.latencies) }])),
+    routes: Object.fromEntries([...routes].sort(([a], [b]) => a.localeCompare(b))
+      .map(([n, r]) => [n, { requests: r.requests, errors: r.errors, ...summary(r.latencies) }])),
     firstError,
     latencies: all
   }
@@ -258,7 +278,9 @@ export async function attack ({ draw, classify, baseUrls, rate = 0, seconds = 0,
  * A scenario of loadtests/k6/scenarios.js at a rate (or, rate 0, `requests` as fast as they go) with
  * its settings from `env`: in flight at most its MAX_VUS, late after its LATE_MS.
  */
-export function attackScenario (service, { env = {}, baseUrls: urls = baseUrls(env, service), rate, seconds, requests, workers, ...rest }) {
+export function attackScenario (service, {
+  env = {}, baseUrls: urls = baseUrls(env, service), rate, seconds, requests, workers, ...rest
+}) {
   const s = scenario(service, env)
   return attack({
     draw: () => s.draw(Math.random),

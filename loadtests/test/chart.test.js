@@ -39,7 +39,8 @@ test('no TestRun until a run is asked for; then every mode renders one, that kub
     assert.equal(yaml.match(/^kind: TestRun$/gm)?.length, 1, mode)
     const kc = kubeconform(yaml)
     assert.equal(kc.code, 0, `${mode}: ${kc.problems.join('\n')}`)
-    assert.deepEqual({ valid: kc.valid, invalid: kc.invalid, errors: kc.errors, skipped: kc.skipped }, { valid: 2, invalid: 0, errors: 0, skipped: 0 }, mode)
+    assert.deepEqual({ valid: kc.valid, invalid: kc.invalid, errors: kc.errors, skipped: kc.skipped },
+      { valid: 2, invalid: 0, errors: 0, skipped: 0 }, mode)
   }
 })
 
@@ -49,7 +50,8 @@ const envOf = (yaml) => {
   return Object.fromEntries(parse(doc)[0].spec.runner.env.map((e) => [e.name, e.value]))
 }
 
-test('the run\'s env is a plan scenarios.js lays out one step after another: every step of every scenario, none overlapping', () => {
+test('the run\'s env is a plan scenarios.js lays out one step after another: ' +
+  'every step of every scenario, none overlapping', () => {
   const seconds = (d) => Number(/^(\d+)s$/.exec(d)[1])
   for (const [mode, names, length] of [
     ['ladder', SCENARIO_NAMES.flatMap((s) => [1, 10, 100, 1000].map((r) => `${s}_${r}rps`)), 60],
@@ -58,10 +60,14 @@ test('the run\'s env is a plan scenarios.js lays out one step after another: eve
     const env = envOf(render(`mode=${mode}`, 'run=r1'))
     const { scenarios } = k6Options(env, env.SCENARIOS.split(','))
     assert.deepEqual(Object.keys(scenarios), names, mode)
-    const spans = Object.values(scenarios).map((s) => [seconds(s.startTime), seconds(s.startTime) + seconds(s.duration ?? s.maxDuration)])
-    for (let i = 1; i < spans.length; i++) assert.ok(spans[i][0] >= spans[i - 1][1], `${mode}: ${names[i]} starts before ${names[i - 1]} ends`)
+    const spans = Object.values(scenarios)
+      .map((s) => [seconds(s.startTime), seconds(s.startTime) + seconds(s.duration ?? s.maxDuration)])
+    for (let i = 1; i < spans.length; i++) {
+      assert.ok(spans[i][0] >= spans[i - 1][1], `${mode}: ${names[i]} starts before ${names[i - 1]} ends`)
+    }
     assert.equal(spans[0][1] - spans[0][0], length, mode)
-    assert.equal(scenarios[names[1]].tags.testid, `lt-${mode === 'matrix' ? 'matrix-r1w1' : mode}-r1-${names[1].replaceAll('_', '-')}`)
+    assert.equal(scenarios[names[1]].tags.testid,
+      `lt-${mode === 'matrix' ? 'matrix-r1w1' : mode}-r1-${names[1].replaceAll('_', '-')}`)
   }
   const steady = envOf(render('run=r1', 'scenarios.menu.rate=7'))
   const { scenarios } = k6Options(steady, steady.SCENARIOS.split(','))
@@ -76,7 +82,10 @@ test('the chart\'s unit tests pass (helm-unittest)', () => {
 })
 
 test('the values schema rejects unknown keys and wrong values, and accepts an umbrella\'s globals', () => {
-  for (const bad of ['nosuchkey=1', 'scenarios.product.rat=5', 'mode=burst', 'scenarios.menu.rate=0', 'prometheus.remoteWriteUrl=prometheus:9090', 'ladder.steps={10,10}', 'run=Big_Run']) {
+  for (const bad of [
+    'nosuchkey=1', 'scenarios.product.rat=5', 'mode=burst', 'scenarios.menu.rate=0',
+    'prometheus.remoteWriteUrl=prometheus:9090', 'ladder.steps={10,10}', 'run=Big_Run'
+  ]) {
     const r = helm('template', 'lt', CHART, '--set', bad)
     assert.notEqual(r.code, 0, `${bad} was accepted`)
     assert.match(r.err, /values don't meet the specifications of the schema|schema/, bad)
@@ -94,7 +103,9 @@ test('the ConfigMap ships every file of loadtests/k6, byte for byte', () => {
 
 test('the chart\'s SLOs are scenarios.js\'s, and every TestRun gets them', () => {
   const values = parse(readFileSync(`${CHART}/values.yaml`, 'utf8'))[0].slo
-  assert.deepEqual(values, { p95Ms: SLO.p95Ms, p99Ms: SLO.p99Ms, errorRate: SLO.errorRate }, 'charts/loadtest/values.yaml slo: set it from loadtests/k6/scenarios.js SLO')
+  assert.deepEqual(values, { p95Ms: SLO.p95Ms, p99Ms: SLO.p99Ms, errorRate: SLO.errorRate },
+    'charts/loadtest/values.yaml slo: set it from loadtests/k6/scenarios.js SLO')
   const env = envOf(render('mode=ladder', 'run=r1'))
-  assert.deepEqual([env.P95_MS, env.P99_MS, env.ERROR_RATE], [String(SLO.p95Ms), String(SLO.p99Ms), String(SLO.errorRate)])
+  assert.deepEqual([env.P95_MS, env.P99_MS, env.ERROR_RATE],
+    [String(SLO.p95Ms), String(SLO.p99Ms), String(SLO.errorRate)])
 })

@@ -16,7 +16,8 @@ import { join } from 'node:path'
 import { targets, queryVariables, builtins, interpolate } from '../lib/grafana.js'
 
 const dashboard = JSON.parse(readFileSync(new URL('../../charts/suite/dashboards/k6.json', import.meta.url), 'utf8'))
-const SCRAPE = Number(/scrapeInterval: (\d+)s/.exec(readFileSync(new URL('../../k8s/kube-prometheus-stack.yaml', import.meta.url), 'utf8'))[1])
+const SCRAPE = Number(/scrapeInterval: (\d+)s/
+  .exec(readFileSync(new URL('../../k8s/kube-prometheus-stack.yaml', import.meta.url), 'utf8'))[1])
 const PUSH = 5 // seconds: k6's K6_PROMETHEUS_RW_PUSH_INTERVAL default, the chart's prometheus.pushInterval
 const POINTS = 120 // ten minutes of pushes
 const AT = '9m'
@@ -25,7 +26,8 @@ const CLEAN = 'lt-menu' // a steady run without either
 
 // The tags k6 keeps on an HTTP request's samples (scenarios.js: systemTags) and the run's testid.
 const req = (testid, scenario, name, status, expected) =>
-  `{testid="${testid}", scenario="${scenario}", name="${name}", method="GET", status="${status}", expected_response="${expected}"}`
+  `{testid="${testid}", scenario="${scenario}", name="${name}", method="GET", status="${status}", ` +
+  `expected_response="${expected}"}`
 const series = (name, labels, values) => ({ series: `${name}${labels}`, values })
 const inputSeries = [
   // BUSY: 99 requests/s answered 200 and 1/s answered 500, 0.2 dropped iterations/s, 10 VUs of 20.
@@ -79,7 +81,11 @@ function promtool (exprTests) {
   try {
     const file = join(dir, 'test.yml')
     // JSON is YAML: no YAML library needed.
-    writeFileSync(file, JSON.stringify({ rule_files: [], evaluation_interval: `${PUSH}s`, tests: [{ interval: `${PUSH}s`, input_series: inputSeries, promql_expr_test: exprTests }] }, null, 1))
+    writeFileSync(file, JSON.stringify({
+      rule_files: [],
+      evaluation_interval: `${PUSH}s`,
+      tests: [{ interval: `${PUSH}s`, input_series: inputSeries, promql_expr_test: exprTests }]
+    }, null, 1))
     const r = spawnSync('promtool', ['test', 'rules', file], { encoding: 'utf8' })
     return { code: r.status, output: r.stdout + r.stderr }
   } finally {
@@ -98,11 +104,16 @@ test('the $testid variable finds both runs in k6_http_reqs_total', () => {
   const { query } = queryVariables(dashboard)[0]
   const m = /^label_values\((\w+), testid\)$/.exec(query)
   assert.ok(m, query)
-  const r = promtool([{ expr: `count by (testid) (${m[1]}) > bool 0`, eval_time: AT, exp_samples: [BUSY, CLEAN].map((t) => ({ labels: `{testid="${t}"}`, value: 1 })) }])
+  const r = promtool([{
+    expr: `count by (testid) (${m[1]}) > bool 0`,
+    eval_time: AT,
+    exp_samples: [BUSY, CLEAN].map((t) => ({ labels: `{testid="${t}"}`, value: 1 }))
+  }])
   assert.equal(r.code, 0, r.output)
 })
 
-test('every panel expression of the k6 dashboard returns data for every test run, errors and dropped as 0 when there are none', () => {
+test('every panel expression of the k6 dashboard returns data for every test run, ' +
+  'errors and dropped as 0 when there are none', () => {
   const all = targets(dashboard)
   assert.ok(all.length >= 10, `only ${all.length} expressions`)
   const r = promtool(all.map((t) => perRun(interpolate(t.expr, vars))))
@@ -113,7 +124,11 @@ test('the panels show what the series say', () => {
   const byKey = Object.fromEntries(targets(dashboard).map((t) => [`${t.panel} ${t.refId}`, t]))
   const tests = Object.entries(EXPECTED).map(([key, samples]) => {
     assert.ok(byKey[key], `no panel target "${key}"`)
-    return { expr: interpolate(byKey[key].expr, vars), eval_time: AT, exp_samples: samples.map(([labels, value]) => ({ labels, value })) }
+    return {
+      expr: interpolate(byKey[key].expr, vars),
+      eval_time: AT,
+      exp_samples: samples.map(([labels, value]) => ({ labels, value }))
+    }
   })
   const r = promtool(tests)
   assert.equal(r.code, 0, r.output)
@@ -121,10 +136,16 @@ test('the panels show what the series say', () => {
 
 test('the check fails on a series k6 does not write, and on a wrong value', () => {
   // A unit suffix on the trend stat (k6 writes none), and a rate that is not the input's.
-  const r1 = promtool([perRun('max by (testid) (k6_http_req_duration_seconds_p95{testid=~"(lt-product-100rps|lt-menu)"})')])
+  const r1 = promtool([
+    perRun('max by (testid) (k6_http_req_duration_seconds_p95{testid=~"(lt-product-100rps|lt-menu)"})')
+  ])
   assert.notEqual(r1.code, 0)
   const rps = targets(dashboard).find((t) => t.panel === 'Requests per second by test run')
-  const r2 = promtool([{ expr: interpolate(rps.expr, vars), eval_time: AT, exp_samples: [{ labels: run(BUSY), value: 101 }, { labels: run(CLEAN), value: 20 }] }])
+  const r2 = promtool([{
+    expr: interpolate(rps.expr, vars),
+    eval_time: AT,
+    exp_samples: [{ labels: run(BUSY), value: 101 }, { labels: run(CLEAN), value: 20 }]
+  }])
   assert.notEqual(r2.code, 0)
   assert.match(r2.output, /1\.01E\+02/)
 })

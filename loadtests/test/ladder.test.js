@@ -25,8 +25,10 @@ test('a step holds within the SLO and breaks on each way of missing it', () => {
   assert.match(verdict({ ...ok, p99: 300 }, at).join(), /p99 300 ms > 250 ms/)
   assert.match(verdict({ ...ok, p99: NaN }, at).join(), /p99/, 'no measurement is no proof')
   assert.match(verdict({ ...ok, errorRate: 0.01 }, at).join(), /errors 1.00% ≥ 1.00%/)
-  assert.deepEqual(verdict({ ...ok, dropped: 10, late: 20 }, at), [], '1% of 3000 planned requests late or dropped is still holding')
-  assert.match(verdict({ ...ok, dropped: 1, late: 30 }, at).join(), /1.0% of requests late or dropped: the rate was not kept/)
+  assert.deepEqual(verdict({ ...ok, dropped: 10, late: 20 }, at), [],
+    '1% of 3000 planned requests late or dropped is still holding')
+  assert.match(verdict({ ...ok, dropped: 1, late: 30 }, at).join(),
+    /1.0% of requests late or dropped: the rate was not kept/)
   assert.match(verdict({ ...ok, dropped: 31 }, at).join(), /late or dropped/)
 })
 
@@ -63,7 +65,10 @@ after(async () => {
 
 test('a ladder that holds: a row per step, no breaking point, the table, the plot and a report per step', async () => {
   const dir = join(out, 'holds')
-  const r = await ladder({ scenario: 'product', baseUrl: product.url, steps: [5, 20], seconds: 2, warmup: { seconds: 1, rate: 5 }, slo: loose, env: product.env, out: dir })
+  const r = await ladder({
+    scenario: 'product', baseUrl: product.url, steps: [5, 20], seconds: 2, warmup: { seconds: 1, rate: 5 },
+    slo: loose, env: product.env, out: dir
+  })
   assert.deepEqual(r.rows.map((row) => row.rate), [5, 20])
   assert.equal(r.breakingPoint, null, JSON.stringify(r.rows))
   for (const row of r.rows) {
@@ -79,19 +84,24 @@ test('a ladder that holds: a row per step, no breaking point, the table, the plo
   assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
   assert.equal(svg.match(/<polyline/g).length, 5, 'achieved, target, p50, p95, p99')
   const files = await readdir(dir)
-  assert.deepEqual(files.filter((f) => /^step-/.test(f)).sort(), ['step-20.html', 'step-20.txt', 'step-5.html', 'step-5.txt'], 'no results file left behind')
+  assert.deepEqual(files.filter((f) => /^step-/.test(f)).sort(),
+    ['step-20.html', 'step-20.txt', 'step-5.html', 'step-5.txt'], 'no results file left behind')
   const html = await readFile(join(dir, 'step-5.html'), 'utf8')
   assert.match(html, /<html/i)
   assert.doesNotMatch(html, /<script[^>]+src=["']?https?:|<link[^>]+href=["']?https?:/i, 'the report opens offline')
   const report = await readFile(join(dir, 'step-20.txt'), 'utf8')
-  assert.match(report, /Requests +\[total, rate, throughput\] +40, /, 'the requests and nothing else (not vegeta\'s "no targets" at the end)')
+  assert.match(report, /Requests +\[total, rate, throughput\] +40, /,
+    'the requests and nothing else (not vegeta\'s "no targets" at the end)')
   assert.match(report, /Status Codes +\[code:count\] +200:40 /)
   assert.deepEqual(JSON.parse(await readFile(join(dir, 'ladder.json'), 'utf8')).rows.map((row) => row.rate), [5, 20])
 })
 
 test('a ladder that breaks stops at the broken step and names the reason', async () => {
   const dir = join(out, 'breaks')
-  const r = await ladder({ scenario: 'product', baseUrl: product.url, steps: [5, 20, 80], seconds: 2, warmup: { seconds: 0 }, slo: { ...loose, p95: 0.001 }, env: product.env, out: dir })
+  const r = await ladder({
+    scenario: 'product', baseUrl: product.url, steps: [5, 20, 80], seconds: 2, warmup: { seconds: 0 },
+    slo: { ...loose, p95: 0.001 }, env: product.env, out: dir
+  })
   assert.deepEqual(r.rows.map((row) => row.rate), [5])
   assert.equal(r.breakingPoint.rate, 5)
   assert.equal(r.maxHeld, null)
@@ -99,7 +109,10 @@ test('a ladder that breaks stops at the broken step and names the reason', async
 })
 
 test('a target that gives no HTTP answer at all is an error (exit 1 naming it), not a breaking point', () => {
-  const r = spawnSync(process.execPath, [fileURLToPath(new URL('../ladder.js', import.meta.url)), '--base-url', 'http://127.0.0.1:1', '--steps', '1', '--duration', '2s', '--warmup', '0s', '--out', join(tmpdir(), `ladder-refused-${process.pid}`)], { encoding: 'utf8' })
+  const r = spawnSync(process.execPath, [
+    fileURLToPath(new URL('../ladder.js', import.meta.url)), '--base-url', 'http://127.0.0.1:1', '--steps', '1',
+    '--duration', '2s', '--warmup', '0s', '--out', join(tmpdir(), `ladder-refused-${process.pid}`)
+  ], { encoding: 'utf8' })
   assert.equal(r.status, 1, r.stderr)
   assert.match(r.stderr, /^ladder: no HTTP answer from http:\/\/127\.0\.0\.1:1 \(\d+ requests; first error: .*refused/m)
 })

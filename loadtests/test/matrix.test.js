@@ -17,17 +17,32 @@ test('mean and sample standard deviation', () => {
 test('a difference counts only beyond two standard errors', () => {
   const cell = (instances, lb, m, sd) => ({ instances, workers: 1, lb, mean: m, stdev: sd })
   const levels = { instances: [1, 2], workers: [1], lbs: ['none', 'round_robin'] }
-  const [more, lb1] = answers({ repeat: 5, cells: [cell(1, 'none', 1000, 50), cell(1, 'round_robin', 1030, 50), cell(2, 'none', 1500, 50), cell(2, 'round_robin', 900, 50)] }, levels)
+  const [more, lb1] = answers({
+    repeat: 5,
+    cells: [
+      cell(1, 'none', 1000, 50), cell(1, 'round_robin', 1030, 50),
+      cell(2, 'none', 1500, 50), cell(2, 'round_robin', 900, 50)
+    ]
+  }, levels)
   assert.equal(more.verdict, 'helps')
   assert.equal(more.ratio, 1.5)
   assert.equal(lb1.verdict, 'no difference beyond the noise')
-  assert.match(answers({ repeat: 1, cells: [cell(1, 'none', 1000, 0), cell(1, 'round_robin', 900, 0), cell(2, 'none', 1, 0), cell(2, 'round_robin', 1, 0)] }, levels)[0].verdict, /no noise estimate/)
+  assert.match(answers({
+    repeat: 1,
+    cells: [
+      cell(1, 'none', 1000, 0), cell(1, 'round_robin', 900, 0),
+      cell(2, 'none', 1, 0), cell(2, 'round_robin', 1, 0)
+    ]
+  }, levels)[0].verdict, /no noise estimate/)
 })
 
 test('every cell is measured, and nginx and the client spread requests over the instances', async () => {
   const out = await mkdtemp(join(tmpdir(), 'matrix-test-'))
   try {
-    const r = await matrix({ scenario: 'product', instances: [1, 2], workers: [1], repeat: 1, requests: 300, connections: 8, rows: 300, databaseUrl: adminUrl, redisUrl, out })
+    const r = await matrix({
+      scenario: 'product', instances: [1, 2], workers: [1], repeat: 1, requests: 300, connections: 8, rows: 300,
+      databaseUrl: adminUrl, redisUrl, out
+    })
     assert.deepEqual(r.cells.map((c) => `${c.instances}×${c.workers} ${c.lb}`),
       ['1×1 none', '1×1 round_robin', '1×1 least_conn', '2×1 none', '2×1 round_robin', '2×1 least_conn'])
     assert.equal(r.cells[0].ratio, 1)

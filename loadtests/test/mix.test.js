@@ -16,7 +16,8 @@ const share = (draw, pred) => {
   return n / N
 }
 const near = (actual, expected, tolerance, what) =>
-  assert.ok(Math.abs(actual - expected) <= tolerance, `${what}: ${actual.toFixed(4)}, expected ${expected} ± ${tolerance}`)
+  assert.ok(Math.abs(actual - expected) <= tolerance,
+    `${what}: ${actual.toFixed(4)}, expected ${expected} ± ${tolerance}`)
 
 test('ranges and weight lists parse, and say what is wrong', () => {
   assert.deepEqual(range('1-2000'), [1, 2000])
@@ -49,7 +50,8 @@ test('the profile seed\'s reads: 75% on 20 hot ids spread over the range, 25% un
   assert.equal(new Set(hot).size, 20)
   assert.ok(hot[0] > 1 && hot.at(-1) < 1_000_000, 'spread over the range, not its first rows')
   const hotSet = new Set(hot)
-  near(share(() => hotOrUniform(rand, { hot, share: 0.75, lo: 1, hi: 1_000_000 }), (id) => hotSet.has(id)), 0.75, 0.01, 'hot share')
+  near(share(() => hotOrUniform(rand, { hot, share: 0.75, lo: 1, hi: 1_000_000 }), (id) => hotSet.has(id)),
+    0.75, 0.01, 'hot share')
   assert.deepEqual(spread(1, 5, 20), [1, 2, 3, 4, 5], 'a range smaller than the hot set is all hot')
 })
 

@@ -37,7 +37,8 @@ test('every k6 script parses (node --check)', () => {
   }
 })
 
-test('each script\'s options are scenarios.js\'s for its environment: executor, rate, VUs, SLO thresholds', async () => {
+test('each script\'s options are scenarios.js\'s for its environment: ' +
+  'executor, rate, VUs, SLO thresholds', async () => {
   for (const s of SCENARIO_NAMES) {
     assert.deepEqual((await load(s)).options, k6Options({}, [s]), s)
     const env = { RATE: '50', DURATION: '5s', [`${s.toUpperCase()}_P95_MS`]: '80', ERROR_RATE: '0.05' }
@@ -46,11 +47,21 @@ test('each script\'s options are scenarios.js\'s for its environment: executor, 
   const { options } = await load('product')
   assert.equal(options.scenarios.product.executor, 'constant-arrival-rate')
   assert.equal(options.scenarios.product.rate, DEFAULTS.rate)
-  assert.deepEqual(options.thresholds['http_req_duration{scenario:product}'], [`p(95)<=${SLO.p95Ms}`, `p(99)<=${SLO.p99Ms}`])
+  assert.deepEqual(options.thresholds['http_req_duration{scenario:product}'],
+    [`p(95)<=${SLO.p95Ms}`, `p(99)<=${SLO.p99Ms}`])
   assert.deepEqual(options.thresholds['http_req_failed{scenario:product}'], [`rate<${SLO.errorRate}`])
-  assert.deepEqual(options.thresholds['dropped_iterations{scenario:product}'], [`rate<=${DEFAULTS.rate * SLO.maxDropped}`])
+  assert.deepEqual(options.thresholds['dropped_iterations{scenario:product}'],
+    [`rate<=${DEFAULTS.rate * SLO.maxDropped}`])
   const fixed = (await load('menu', { EXECUTOR: 'iterations', ITERATIONS: '300', VUS: '8' })).options
-  assert.deepEqual(fixed.scenarios.menu, { exec: 'menu', startTime: '0s', gracefulStop: '5s', executor: 'shared-iterations', vus: 8, iterations: 300, maxDuration: '10m' })
+  assert.deepEqual(fixed.scenarios.menu, {
+    exec: 'menu',
+    startTime: '0s',
+    gracefulStop: '5s',
+    executor: 'shared-iterations',
+    vus: 8,
+    iterations: 300,
+    maxDuration: '10m'
+  })
   assert.equal(fixed.thresholds['dropped_iterations{scenario:menu}'], undefined)
   const suite = await load('suite', { SCENARIOS: 'product,flows', PRODUCT_RATE: '7' })
   assert.deepEqual(suite.options, k6Options({ SCENARIOS: 'product,flows', PRODUCT_RATE: '7' }, ['product', 'flows']))
@@ -58,7 +69,8 @@ test('each script\'s options are scenarios.js\'s for its environment: executor, 
   assert.deepEqual(Object.keys((await load('suite')).options.scenarios), SCENARIO_NAMES)
 })
 
-test('a script\'s iterations send the scenario\'s requests, named by route, 404/412 accepted where the route says', async () => {
+test('a script\'s iterations send the scenario\'s requests, named by route, ' +
+  '404/412 accepted where the route says', async () => {
   const mod = await load('product', { BASE_URL: 'http://a:1,http://b:2', IDS: '1-50' })
   const s = scenario('product', { IDS: '1-50' })
   for (let i = 0; i < 400; i++) { globalThis.k6stub.iteration = i; mod.default() }
@@ -68,14 +80,17 @@ test('a script\'s iterations send the scenario\'s requests, named by route, 404/
     assert.ok(r.url.startsWith(i % 2 ? 'http://b:2/' : 'http://a:1/'), `round robin over BASE_URL: ${r.url}`)
     assert.equal(s.classify(r.method, r.url).name, r.params.tags.name)
     const byId = r.params.tags.name !== 'GET /products'
-    assert.deepEqual(r.params.responseCallback, byId ? { expectedStatuses: [{ min: 200, max: 399 }, 404] } : undefined, r.params.tags.name)
+    assert.deepEqual(r.params.responseCallback, byId ? { expectedStatuses: [{ min: 200, max: 399 }, 404] } : undefined,
+      r.params.tags.name)
   })
   assert.deepEqual(new Set(requests.map((r) => r.params.tags.name)), new Set(Object.keys(s.routes)))
 })
 
-test('the profile\'s read-modify-write sends the ETag its read returned, with If-Match, to the same instance; no write after a 404', async () => {
+test('the profile\'s read-modify-write sends the ETag its read returned, with If-Match, to the same instance; ' +
+  'no write after a 404', async () => {
   const env = { WRITE_SHARE: '1', WRITE_MIX: 'put:1,patch:1', BASE_URL: 'http://a:1,http://b:2' }
-  const mod = await load('profile', env, (r) => (r.method === 'GET' ? { status: 200, headers: { Etag: '"7"' } } : { status: 200, headers: {} }))
+  const mod = await load('profile', env, (r) =>
+    (r.method === 'GET' ? { status: 200, headers: { Etag: '"7"' } } : { status: 200, headers: {} }))
   for (let i = 0; i < 50; i++) { globalThis.k6stub.iteration = i; mod.default() }
   const { requests } = globalThis.k6stub
   assert.equal(requests.length, 100)
@@ -96,13 +111,16 @@ test('the profile\'s read-modify-write sends the ETag its read returned, with If
 
 test('a refused connection is sent again, any method, at most 3 tries; a reset or a timeout never is', async () => {
   // The flows script POSTs: a refused try was never sent, so the same POST goes again.
-  const refusedTwice = (r) => (globalThis.k6stub.requests.filter((q) => q.url === r.url).length < 2 ? { status: 0, error_code: 1212, headers: {} } : { status: 200, headers: {} })
+  const refusedTwice = (r) => (globalThis.k6stub.requests.filter((q) => q.url === r.url).length < 2
+    ? { status: 0, error_code: 1212, headers: {} }
+    : { status: 200, headers: {} })
   const flows = await load('flows', { POST_SHARE: '1' }, refusedTwice)
   flows.default()
   const sent = globalThis.k6stub.requests
   assert.equal(sent.length, 3)
   assert.equal(sent[0].method, 'POST')
-  assert.ok(sent.every((q) => q.method === sent[0].method && q.url === sent[0].url && q.body === sent[0].body), 'the same request each time')
+  assert.ok(sent.every((q) => q.method === sent[0].method && q.url === sent[0].url && q.body === sent[0].body),
+    'the same request each time')
 
   const refused = await load('product', {}, () => ({ status: 0, error_code: 1212, headers: {} }))
   assert.equal(refused.default().error_code, 1212, 'after the last try, its answer is the iteration\'s')
@@ -115,7 +133,8 @@ test('a refused connection is sent again, any method, at most 3 tries; a reset o
   }
 })
 
-test('every scenario draws only its declared routes, each classified back to its name, in the mix\'s proportions', () => {
+test('every scenario draws only its declared routes, each classified back to its name, ' +
+  'in the mix\'s proportions', () => {
   const base = 'http://127.0.0.1:1'
   for (const name of SCENARIO_NAMES) {
     const s = scenario(name, { IDS: '1-500', WRITE_SHARE: '0.5' })
@@ -136,7 +155,8 @@ test('every scenario draws only its declared routes, each classified back to its
   }
   const product = scenario('product')
   const rand = seeded(3)
-  const lists = Array.from({ length: 20000 }, () => product.draw(rand)).filter((r) => r.name === 'GET /products').length / 20000
+  const lists = Array.from({ length: 20000 }, () => product.draw(rand))
+    .filter((r) => r.name === 'GET /products').length / 20000
   assert.ok(Math.abs(lists - 0.2) < 0.01, `list share ${lists}, MIX list:2 of 10`)
   const { classify } = scenario('profile')
   assert.equal(classify('PUT', 'http://x/restaurants/3').expected(412), true)
@@ -157,7 +177,8 @@ test('flows POSTs carry a batch and a fresh Idempotency-Key each', () => {
   assert.equal(keys.size, 1000)
 })
 
-test('settings: per scenario before global, numbers checked by name, SLOs and in-flight caps from the one source', () => {
+test('settings: per scenario before global, numbers checked by name, ' +
+  'SLOs and in-flight caps from the one source', () => {
   const s = settings({ RATE: '5', PRODUCT_RATE: '9', IDS: '' }, 'product')
   assert.equal(s.number('RATE', 1), 9)
   assert.equal(settings({ RATE: '5' }, 'menu').number('RATE', 1), 5)
@@ -167,22 +188,34 @@ test('settings: per scenario before global, numbers checked by name, SLOs and in
   assert.throws(() => scenario('menu', { IDS: '9-1' }), /lo-hi/)
   assert.deepEqual(slo({}, 'menu'), SLO)
   assert.equal(slo({ MENU_P99_MS: '300' }, 'menu').p99Ms, 300)
-  assert.deepEqual([maxInFlight({}, 'menu', 1), maxInFlight({}, 'menu', 500), maxInFlight({}, 'menu', 1e5), maxInFlight({ MAX_VUS: '64' }, 'menu', 1e5)], [20, 500, 2000, 64])
+  assert.deepEqual([
+    maxInFlight({}, 'menu', 1),
+    maxInFlight({}, 'menu', 500),
+    maxInFlight({}, 'menu', 1e5),
+    maxInFlight({ MAX_VUS: '64' }, 'menu', 1e5)
+  ], [20, 500, 2000, 64])
 })
 
-test('a run plan: a ladder\'s steps and a matrix\'s repeats are scenarios of one k6 run, one after another, each with its own SLOs and testid', async () => {
-  const ladder = k6Options({ PLAN: 'ladder', STEPS: '1,10,100', STEP_SECONDS: '20', PAUSE_SECONDS: '10', TESTID: 'lt-ladder-a', MENU_IDS: '1-9' }, ['product', 'menu'])
-  assert.deepEqual(Object.keys(ladder.scenarios), ['product_1rps', 'product_10rps', 'product_100rps', 'menu_1rps', 'menu_10rps', 'menu_100rps'])
+test('a run plan: a ladder\'s steps and a matrix\'s repeats are scenarios of one k6 run, one after another, ' +
+  'each with its own SLOs and testid', async () => {
+  const ladder = k6Options({
+    PLAN: 'ladder', STEPS: '1,10,100', STEP_SECONDS: '20', PAUSE_SECONDS: '10', TESTID: 'lt-ladder-a', MENU_IDS: '1-9'
+  }, ['product', 'menu'])
+  assert.deepEqual(Object.keys(ladder.scenarios),
+    ['product_1rps', 'product_10rps', 'product_100rps', 'menu_1rps', 'menu_10rps', 'menu_100rps'])
   assert.deepEqual(Object.values(ladder.scenarios).map((s) => [s.exec, s.rate, s.duration, s.startTime]), [
     ['product', 1, '20s', '0s'], ['product', 10, '20s', '30s'], ['product', 100, '20s', '60s'],
     ['menu', 1, '20s', '90s'], ['menu', 10, '20s', '120s'], ['menu', 100, '20s', '150s']
   ])
   assert.equal(ladder.scenarios.menu_10rps.tags.testid, 'lt-ladder-a-menu-10rps')
   assert.deepEqual(ladder.thresholds['dropped_iterations{scenario:product_100rps}'], [`rate<=${100 * SLO.maxDropped}`])
-  assert.deepEqual(ladder.thresholds['http_req_duration{scenario:menu_1rps}'], [`p(95)<=${SLO.p95Ms}`, `p(99)<=${SLO.p99Ms}`])
+  assert.deepEqual(ladder.thresholds['http_req_duration{scenario:menu_1rps}'],
+    [`p(95)<=${SLO.p95Ms}`, `p(99)<=${SLO.p99Ms}`])
   const matrix = k6Options({ PLAN: 'matrix', REPEAT: '3', SLOT_SECONDS: '100', ITERATIONS: '500', VUS: '4' }, ['flows'])
-  assert.deepEqual(Object.values(matrix.scenarios).map((s) => [s.executor, s.iterations, s.vus, s.maxDuration, s.startTime, s.tags]),
-    [1, 2, 3].map((n) => ['shared-iterations', 500, 4, '100s', `${(n - 1) * 100}s`, undefined]))
+  assert.deepEqual(
+    Object.values(matrix.scenarios).map((s) => [s.executor, s.iterations, s.vus, s.maxDuration, s.startTime, s.tags]),
+    [1, 2, 3].map((n) => ['shared-iterations', 500, 4, '100s', `${(n - 1) * 100}s`, undefined])
+  )
   assert.deepEqual(Object.keys(matrix.scenarios), ['flows_run1', 'flows_run2', 'flows_run3'])
   assert.equal(matrix.thresholds['dropped_iterations{scenario:flows_run1}'], undefined)
   // The chart's one TestRun per run loads suite.js with the plan in its environment.

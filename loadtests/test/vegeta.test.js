@@ -30,7 +30,9 @@ before(async () => {
     inFlight--
     if (req.url === '/missing') return res.writeHead(404).end()
     if (req.url === '/boom') return res.writeHead(500).end()
-    if (req.url.startsWith('/item/')) return res.writeHead(200, { etag: `"${req.method === 'GET' ? ++version : version}"` }).end('{}')
+    if (req.url.startsWith('/item/')) {
+      return res.writeHead(200, { etag: `"${req.method === 'GET' ? ++version : version}"` }).end('{}')
+    }
     res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
   })
   server.keepAliveTimeout = 60000
@@ -51,7 +53,10 @@ const byPath = (method, url) => {
 
 test('open loop: the planned requests, spread over the duration, none late or dropped', async () => {
   reset()
-  const f = await attack({ draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: [base], rate: 50, seconds: 2, workers: 20, lateMs: 1000 })
+  const f = await attack({
+    draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: [base],
+    rate: 50, seconds: 2, workers: 20, lateMs: 1000
+  })
   assert.equal(f.planned, 100)
   assert.equal(f.sent, 100)
   assert.equal(got.length, 100)
@@ -64,22 +69,32 @@ test('open loop: the planned requests, spread over the duration, none late or dr
   assert.deepEqual(Object.keys(f.routes), ['GET /ok'])
 })
 
-test('open loop: a slow target gets the same rate; with too few requests in flight allowed, they leave late and are counted', async () => {
+test('open loop: a slow target gets the same rate; ' +
+  'with too few requests in flight allowed, they leave late and are counted', async () => {
   reset()
-  const enough = await attack({ draw: () => ({ method: 'GET', path: '/slow' }), classify: byPath, baseUrls: [base], rate: 40, seconds: 2, workers: 40, lateMs: 1000 })
+  const enough = await attack({
+    draw: () => ({ method: 'GET', path: '/slow' }), classify: byPath, baseUrls: [base],
+    rate: 40, seconds: 2, workers: 40, lateMs: 1000
+  })
   assert.equal(enough.sent, 80)
   assert.ok(enough.late <= 4, `${enough.late} late with room for 40 in flight`)
   assert.ok(maxInFlight >= 3, `100 ms each at 40/s keeps ~4 in flight, saw ${maxInFlight}`)
   assert.ok(enough.p50 >= 100, 'the latency is the target\'s')
   reset()
-  const starved = await attack({ draw: () => ({ method: 'GET', path: '/slow' }), classify: byPath, baseUrls: [base], rate: 40, seconds: 2, workers: 1 })
+  const starved = await attack({
+    draw: () => ({ method: 'GET', path: '/slow' }), classify: byPath, baseUrls: [base],
+    rate: 40, seconds: 2, workers: 1
+  })
   assert.ok(maxInFlight <= 1, `in flight at most 1, saw ${maxInFlight}`)
-  assert.ok(starved.late + starved.dropped >= 40, `one at a time, 100 ms each, cannot keep 40/s: late ${starved.late}, dropped ${starved.dropped}`)
+  assert.ok(starved.late + starved.dropped >= 40,
+    `one at a time, 100 ms each, cannot keep 40/s: late ${starved.late}, dropped ${starved.dropped}`)
 })
 
 test('closed loop: exactly the fixed work, over at most `workers` connections at once', async () => {
   reset()
-  const f = await attack({ draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: [base], requests: 300, workers: 4 })
+  const f = await attack({
+    draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: [base], requests: 300, workers: 4
+  })
   assert.equal(f.sent, 300)
   assert.equal(got.length, 300)
   assert.ok(maxInFlight <= 4, `at most 4 in flight, saw ${maxInFlight}`)
@@ -89,7 +104,9 @@ test('closed loop: exactly the fixed work, over at most `workers` connections at
 
 test('closed loop for a duration: as many as the connections get answered in that time', async () => {
   reset()
-  const f = await attack({ draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: [base], seconds: 1, workers: 4 })
+  const f = await attack({
+    draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: [base], seconds: 1, workers: 4
+  })
   assert.ok(f.sent > 20, `${f.sent} requests in 1 s over 4 connections`)
   assert.equal(got.length, f.sent)
   assert.equal(f.planned, f.sent)
@@ -100,12 +117,18 @@ test('closed loop for a duration: as many as the connections get answered in tha
 test('answers are classified by route: an accepted 404 is no error, a 500 and a refused connection are', async () => {
   reset()
   let i = 0
-  const f = await attack({ draw: () => ({ method: 'GET', path: i++ % 2 ? '/boom' : '/missing' }), classify: byPath, baseUrls: [base], requests: 40, workers: 4 })
+  const f = await attack({
+    draw: () => ({ method: 'GET', path: i++ % 2 ? '/boom' : '/missing' }), classify: byPath, baseUrls: [base],
+    requests: 40, workers: 4
+  })
   assert.equal(f.errors, 20)
   assert.equal(f.errorRate, 0.5)
   assert.deepEqual(f.statuses, { 404: 20, 500: 20 })
   assert.deepEqual([f.routes['GET /missing'].errors, f.routes['GET /boom'].errors], [0, 20])
-  const refused = await attack({ draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: ['http://127.0.0.1:1'], requests: 5, workers: 1 })
+  const refused = await attack({
+    draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: ['http://127.0.0.1:1'],
+    requests: 5, workers: 1
+  })
   assert.equal(refused.errors, 5)
   assert.match(refused.firstError, /refused/)
 })
@@ -114,7 +137,11 @@ test('a read-modify-write sends the ETag its read returned, with If-Match; bodie
   reset()
   let n = 0
   const f = await attack({
-    draw: () => ({ method: 'GET', path: `/item/${n++ % 5}`, then: (etag) => ({ method: 'PUT', path: '/item/0', body: { v: etag }, headers: { 'if-match': etag } }) }),
+    draw: () => ({
+      method: 'GET',
+      path: `/item/${n++ % 5}`,
+      then: (etag) => ({ method: 'PUT', path: '/item/0', body: { v: etag }, headers: { 'if-match': etag } })
+    }),
     classify: byPath,
     baseUrls: [base],
     rate: 40,
@@ -132,11 +159,15 @@ test('a read-modify-write sends the ETag its read returned, with If-Match; bodie
 test('the step report: vegeta plot\'s HTML opens offline, vegeta report\'s text has the percentiles', async () => {
   const html = join(dir, 'step.html')
   const text = join(dir, 'step.txt')
-  await attack({ draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: [base], rate: 20, seconds: 1, workers: 5, html, text, name: 'report test' })
+  await attack({
+    draw: () => ({ method: 'GET', path: '/ok' }), classify: byPath, baseUrls: [base],
+    rate: 20, seconds: 1, workers: 5, html, text, name: 'report test'
+  })
   const page = await readFile(html, 'utf8')
   assert.match(page, /<html/i)
   assert.match(page, /report test/)
-  assert.doesNotMatch(page, /<script[^>]+src=["']?https?:|<link[^>]+href=["']?https?:|@import\s+url\(["']?https?:/i, 'nothing fetched from the network')
+  assert.doesNotMatch(page, /<script[^>]+src=["']?https?:|<link[^>]+href=["']?https?:|@import\s+url\(["']?https?:/i,
+    'nothing fetched from the network')
   assert.match(await readFile(text, 'utf8'), /Latencies\s+\[min, mean, 50, 90, 95, 99, max\]/)
 })
 
@@ -149,7 +180,8 @@ test('percentiles are nearest-rank', () => {
 test('late: more than lateMs after its planned time and after the next one\'s, from the most punctual request', () => {
   const offsets = [5, 3, 160, 40, 1200] // ms after the planned time; the most punctual left 3 ms after
   assert.equal(countLate(offsets, { rate: 100, lateMs: 100 }), 2, '157 and 1197 ms late')
-  assert.equal(countLate(offsets, { rate: 1, lateMs: 100 }), 1, 'at 1/s only the one that left after its successor was due')
+  assert.equal(countLate(offsets, { rate: 1, lateMs: 100 }), 1,
+    'at 1/s only the one that left after its successor was due')
   assert.equal(countLate(offsets, { rate: 100, lateMs: 1000 }), 1)
   assert.equal(countLate([], { rate: 10, lateMs: 100 }), 0)
 })

@@ -9,7 +9,14 @@ import { runBench } from './harness.js'
 const BATCH = 5
 const [HOT_HOUR, SPREAD_HOUR, GET_HOUR] = [1, 2, 3]
 const rand = (n) => Math.floor(Math.random() * n)
-const record = (src, dest, hour) => ({ src_app: `app${rand(src)}`, dest_app: `svc${rand(dest)}`, vpc_id: 'vpc-0', bytes_tx: rand(1e6), bytes_rx: rand(1e6), hour })
+const record = (src, dest, hour) => ({
+  src_app: `app${rand(src)}`,
+  dest_app: `svc${rand(dest)}`,
+  vpc_id: 'vpc-0',
+  bytes_tx: rand(1e6),
+  bytes_rx: rand(1e6),
+  hour
+})
 const hot = () => Array.from({ length: BATCH }, () => record(4, 2, HOT_HOUR))
 const spread = () => Array.from({ length: BATCH }, () => record(1000, 100, SPREAD_HOUR))
 
@@ -25,7 +32,8 @@ export function run (opts) {
       await fetch(`${flows.url}/flows`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ src_app: `app${i}`, dest_app: 'svc', vpc_id: 'vpc-0', bytes_tx: i, bytes_rx: i, hour: GET_HOUR })))
+        body: JSON.stringify(Array.from({ length: 100 }, (_, i) =>
+          ({ src_app: `app${i}`, dest_app: 'svc', vpc_id: 'vpc-0', bytes_tx: i, bytes_rx: i, hour: GET_HOUR })))
       })
       const post = (name, batch, connections) => ({
         name: `POST /flows ×${BATCH} ${name} keys`,
@@ -33,7 +41,10 @@ export function run (opts) {
         connections,
         sameBytes: connections === 32,
         request: () => ({ method: 'POST', path: '/flows', body: batch() }),
-        counters: { 'rows/s': 'flows_records_committed_total', 'req/flush': ['flows_flush_requests_sum', 'flows_flush_requests_count'] },
+        counters: {
+          'rows/s': 'flows_records_committed_total',
+          'req/flush': ['flows_flush_requests_sum', 'flows_flush_requests_count']
+        },
         pid: flows.child.pid
       })
       return [
@@ -41,7 +52,12 @@ export function run (opts) {
         post('spread', spread, 32),
         post('hot', hot, 256),
         post('spread', spread, 256),
-        { name: 'GET /flows?hour=N (100 keys)', url: flows.url, path: () => `/flows?hour=${GET_HOUR}`, pid: flows.child.pid }
+        {
+          name: 'GET /flows?hour=N (100 keys)',
+          url: flows.url,
+          path: () => `/flows?hour=${GET_HOUR}`,
+          pid: flows.child.pid
+        }
       ]
     }
   })

@@ -25,16 +25,23 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 // A service runs as in its pod: node with its image's flags (the exec-form ENTRYPOINT instruction of
 // `tree`'s services/Dockerfile, between "node" and the script), in a memory cgroup of the chart's
 // default limit where this machine lets us make one (Node sizes its heap from that limit).
-/** The node flags of the image's ENTRYPOINT (services/Dockerfile) in `tree`: what every service and data command runs with in its pod. */
-export const imageNodeArgs = (tree) => JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(`${tree}services/Dockerfile`, 'utf8'))[1]).slice(1, -1)
+/**
+ * The node flags of the image's ENTRYPOINT (services/Dockerfile) in `tree`: what every service and data
+ * command runs with in its pod.
+ */
+export const imageNodeArgs = (tree) =>
+  JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(`${tree}services/Dockerfile`, 'utf8'))[1]).slice(1, -1)
 const podMemory = parse(readFileSync(`${root}charts/service/values.yaml`, 'utf8')).resources.limits.memory
-if (!/^\d+Mi$/.test(podMemory)) throw new Error(`charts/service/values.yaml: resources.limits.memory ${podMemory} is not in Mi`)
+if (!/^\d+Mi$/.test(podMemory)) {
+  throw new Error(`charts/service/values.yaml: resources.limits.memory ${podMemory} is not in Mi`)
+}
 export const POD_MEMORY_MB = Number.parseInt(podMemory)
-// A cached read's CPU at a load well below what one worker serves here (~10K RPS), as pods an HPA keeps
-// at 70% run: a turn of the event loop holds a request or two, so a hit's round trip to Redis is not
-// shared with others (one MGET a request) as it is at saturation.
+// A cached read's CPU at a load well below what one worker serves (docs/benchmarks/report.md), as pods
+// an HPA keeps at 70% run: a turn of the event loop holds a request or two, so a hit's round trip to
+// Redis is not shared with others (one MGET a request) as it is at saturation.
 export const MODERATE_RPS = 3000
-const SAME_BYTES_SAMPLE = 1000 // paths drawn from a sameBytes case, fetched once, then both sides draw from them
+// paths drawn from a sameBytes case, fetched once, then both sides draw from them
+const SAME_BYTES_SAMPLE = 1000
 const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration / PAIR_ROUNDS long
 
 /**
@@ -46,11 +53,12 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  * @param {Record<string, string>} [o.settings]  --env: settings of this tree's services
  * @param {Record<string, Record<string, string>>} [o.variants]  more instances of this tree's cached
  *   service, each with these settings added, passed to `cases` as ctx.variants by name
- * @param {{ root: string, label: string, settings: object }} [o.base]  bench:compare: the other commit's checkout, and --base-env
+ * @param {{ root: string, label: string, settings: object }} [o.base]  bench:compare: the other commit's
+ *   checkout, and --base-env
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
- *   baseline, cached, uncached, redis, connections, stopAtEnd(server) }; a Case is { name, url, path() | request(), rate?,
- *   groups?, connections?, counters?: { name: metric } (their increase per second, from /metrics; [sum, count] a
- *   histogram's mean; a function (before, after) of the two scrapes),
+ *   baseline, cached, uncached, redis, connections, stopAtEnd(server) }; a Case is { name, url,
+ *   path() | request(), rate?, groups?, connections?, counters?: { name: metric } (their increase per
+ *   second, from /metrics; [sum, count] a histogram's mean; a function (before, after) of the two scrapes),
  *   sameBytes? (also measured against bare Fastify: a GET case on a sample of its paths, sent the same
  *   bytes; a case with a body, parsing the same bodies; see withSameBytes), pid? (the service's
  *   process: its CPU per request and RSS go into the notes), cold? (no warm-up second before it is
@@ -58,13 +66,18 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  *   request() returns { method, path, body?, headers? } (a body is sent as JSON)
  * @returns rows { service, case, connections, rps, p50, p99, non2xx, errors, baseline?, counters? }
  */
-export async function runBench ({ service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections], workers = 1, settings = {}, variants = {}, cases, base, cpuProf }) {
+export async function runBench ({
+  service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections],
+  workers = 1, settings = {}, variants = {}, cases, base, cpuProf
+}) {
   const say = (m) => process.stderr.write(`bench ${service}: ${m}\n`)
   // --cpu-prof DIR: each server this run starts writes a V8 CPU profile per thread when it stops, into
   // DIR/<service>-<which> (the kit's services and hello.js exit cleanly on SIGTERM).
-  const profiled = (which, env = {}) => cpuProf
-    ? { ...env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${join(cpuProf, `${service}-${which}`)}`.trim() }
-    : env
+  const profiled = (which, env = {}) => {
+    if (!cpuProf) return env
+    const dir = join(cpuProf, `${service}-${which}`)
+    return { ...env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${dir}`.trim() }
+  }
   say('starting PostgreSQL and Redis')
   const pgServer = await startPostgres({ settings: { shared_buffers: '512MB', max_wal_size: '4GB' } })
   const redis = await startRedis()
@@ -85,14 +98,25 @@ export async function runBench ({ service, dataset, uncached = false, duration =
         await migrate(db, { name: service, migrations: `${tree.root}services/${service}/migrations` })
         if (dataset) await loadDataset(db, tree.root, service, dataset, say)
         const cli = `${tree.root}services/${service}/src/cli.js`
-        const env = { LOG_LEVEL: 'error', ...tree.settings, DATABASE_URL: dbUrl, REDIS_URL: `${redis.url}/${i}`, WORKERS: String(workers) }
+        const env = {
+          LOG_LEVEL: 'error',
+          ...tree.settings,
+          DATABASE_URL: dbUrl,
+          REDIS_URL: `${redis.url}/${i}`,
+          WORKERS: String(workers)
+        }
         const side = base ? (i ? '-base' : '-this') : ''
         const asInPod = { nodeArgs: imageNodeArgs(tree.root), memoryLimitMb: POD_MEMORY_MB }
+        const uncachedEnv = { ...env, CACHE_ENABLED: 'false' }
         const [cached, plain] = await Promise.all([
           startService({ entry: cli, ...asInPod, env: profiled(`cached${side}`, env) }),
-          uncached ? startService({ entry: cli, ...asInPod, env: profiled(`uncached${side}`, { ...env, CACHE_ENABLED: 'false' }) }) : null
+          uncached ? startService({ entry: cli, ...asInPod, env: profiled(`uncached${side}`, uncachedEnv) }) : null
         ])
-        if (!cached.memoryLimited) say(`no memory cgroup can be made here (root and cgroup v1's memory controller or v2 are needed): the service runs without the pod's ${POD_MEMORY_MB} MB limit, and V8 sizes its heap from the machine's memory`)
+        if (!cached.memoryLimited) {
+          say("no memory cgroup can be made here (root and cgroup v1's memory controller or v2 are needed): " +
+            `the service runs without the pod's ${POD_MEMORY_MB} MB limit, ` +
+            "and V8 sizes its heap from the machine's memory")
+        }
         running.push(cached, plain)
         // The variants are this tree's only (bench:compare compares two trees, not settings within one).
         const started = await Promise.all(Object.entries(i ? {} : variants).map(async ([name, more]) =>
@@ -101,8 +125,11 @@ export async function runBench ({ service, dataset, uncached = false, duration =
         running.push(...Object.values(others))
         // A sameBytes case's CPU per request is the kit's cost in microseconds: the service's process is measured.
         const stopAtEnd = (server) => running.push(server) // a server a case starts itself
-        lists.push((await cases({ db, baseline, cached, uncached: plain, variants: others, redis, connections, stopAtEnd }))
-          .map((c) => c.sameBytes && !c.pid ? { ...c, pid: [cached, plain].find((s) => s?.url === c.url)?.child.pid } : c))
+        const caseList = await cases({
+          db, baseline, cached, uncached: plain, variants: others, redis, connections, stopAtEnd
+        })
+        lists.push(caseList.map((c) =>
+          c.sameBytes && !c.pid ? { ...c, pid: [cached, plain].find((s) => s?.url === c.url)?.child.pid } : c))
       } finally {
         await db.end()
       }
@@ -114,21 +141,33 @@ export async function runBench ({ service, dataset, uncached = false, duration =
             ...x,
             name: `${x.name} (${tree})`,
             sameBytes: undefined,
-            ...(x.groups && { groups: Object.fromEntries(Object.entries(x.groups).map(([path, name]) => [path, `${name} (${tree})`])) })
+            ...(x.groups && {
+              groups: Object.fromEntries(Object.entries(x.groups).map(([path, name]) => [path, `${name} (${tree})`]))
+            })
           })
           const b = label(lists[1][k], base.label)
           return { pair: [b, { ...label(c, 'this tree'), pairOf: b.name }] }
         })
-      : await withSameBytes(lists[0], running, profiled, { nodeArgs: imageNodeArgs(root), memoryLimitMb: POD_MEMORY_MB })
-    const hello = (label) => baselineConnections.map((conn) =>
-      ({ name: `bare Fastify GET /hello (${label})`, url: baseline.url, pid: baseline.child.pid, path: () => '/hello', connections: conn, baseline: true }))
+      : await withSameBytes(lists[0], running, profiled, {
+          nodeArgs: imageNodeArgs(root),
+          memoryLimitMb: POD_MEMORY_MB
+        })
+    const hello = (label) => baselineConnections.map((conn) => ({
+      name: `bare Fastify GET /hello (${label})`,
+      url: baseline.url,
+      pid: baseline.child.pid,
+      path: () => '/hello',
+      connections: conn,
+      baseline: true
+    }))
     list = [...hello('baseline'), ...list, ...hello('baseline, again')]
 
     const rows = []
     const ctx = { service, duration, connections, servers: { PostgreSQL: pgServer, Redis: redis } }
     for (const c of list) {
       if (c.pair && !c.pair.some((x) => x.groups)) {
-        say(`${c.pair.map((x) => x.name).join(' | ')}: ${PAIR_ROUNDS} interleaved rounds of ${duration / PAIR_ROUNDS} s`)
+        const names = c.pair.map((x) => x.name).join(' | ')
+        say(`${names}: ${PAIR_ROUNDS} interleaved rounds of ${duration / PAIR_ROUNDS} s`)
         rows.push(...await measureRounds(c.pair, ctx, PAIR_ROUNDS))
         continue
       }
@@ -159,8 +198,14 @@ async function withSameBytes (list, running, profiled, asInPod) {
   if (!pairs.length) return list
   const bodies = {} // "METHOD /path" → the answer, as hello.js reads it
   const record = async (c, { method = 'GET', path, body, headers = {} }) => {
-    const res = await fetch(c.url + path, body === undefined ? { method, headers } : { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
-    bodies[`${method} ${path}`] ??= { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()).toString('base64') }
+    const res = await fetch(c.url + path, body === undefined
+      ? { method, headers }
+      : { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+    bodies[`${method} ${path}`] ??= {
+      status: res.status,
+      type: res.headers.get('content-type'),
+      body: Buffer.from(await res.arrayBuffer()).toString('base64')
+    }
     return `${method} ${path}`
   }
   const samples = new Map() // case → the requests recorded for it
@@ -171,14 +216,20 @@ async function withSameBytes (list, running, profiled, asInPod) {
     }
     const paths = [...new Set(Array.from({ length: SAME_BYTES_SAMPLE }, () => c.path()))]
     const sample = []
-    for (let i = 0; i < paths.length; i += 50) sample.push(...await Promise.all(paths.slice(i, i + 50).map((path) => record(c, { path }))))
+    for (let i = 0; i < paths.length; i += 50) {
+      sample.push(...await Promise.all(paths.slice(i, i + 50).map((path) => record(c, { path }))))
+    }
     samples.set(c, sample)
   }
   const dir = mkdtempSync(join(tmpdir(), 'bench-bodies-'))
   let same
   try {
     writeFileSync(join(dir, 'bodies.json'), JSON.stringify(bodies))
-    same = await startService({ entry: `${root}scripts/bench/hello.js`, ...asInPod, env: profiled('same-bytes', { BODIES: join(dir, 'bodies.json') }) })
+    same = await startService({
+      entry: `${root}scripts/bench/hello.js`,
+      ...asInPod,
+      env: profiled('same-bytes', { BODIES: join(dir, 'bodies.json') })
+    })
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -190,17 +241,38 @@ async function withSameBytes (list, running, profiled, asInPod) {
     const base = { ...c, url: same.url, pid: same.child.pid, sameBytes: undefined, counters: undefined }
     if (c.request) {
       const baseName = `bare Fastify parsing the same bodies, answering the same bytes (${Math.round(bytes)} B)`
-      return [c, { pair: [{ ...base, name: baseName, writes: true }, { ...c, name: `${c.name} — beside it`, sameBytes: undefined, pairOf: baseName, sameBytesPair: true, writes: true }] }]
+      return [c, {
+        pair: [
+          { ...base, name: baseName, writes: true },
+          {
+            ...c,
+            name: `${c.name} — beside it`,
+            sameBytes: undefined,
+            pairOf: baseName,
+            sameBytesPair: true,
+            writes: true
+          }
+        ]
+      }]
     }
     const name = `${c.name} — ${sample.length} of its paths`
-    const baseName = `bare Fastify, the same bytes (${Math.round(bytes).toLocaleString('en-US')} B mean) — ${sample.length} paths`
+    const mean = Math.round(bytes).toLocaleString('en-US')
+    const baseName = `bare Fastify, the same bytes (${mean} B mean) — ${sample.length} paths`
     const paths = sample.map((key) => key.slice('GET '.length))
     const path = () => paths[Math.floor(Math.random() * paths.length)]
-    return [c, { pair: [{ ...base, name: baseName, path }, { ...c, name, path, sameBytes: undefined, pairOf: baseName, sameBytesPair: true }] }]
+    return [c, {
+      pair: [
+        { ...base, name: baseName, path },
+        { ...c, name, path, sameBytes: undefined, pairOf: baseName, sameBytesPair: true }
+      ]
+    }]
   })
 }
 
-/** The service's generated data set (generated once into .data/), loaded by that tree's loader and made resident. */
+/**
+ * The service's generated data set (generated once into .data/), loaded by that tree's loader and made
+ * resident.
+ */
 async function loadDataset (db, tree, service, dataset, say) {
   const etl = await import(`${tree}services/${service}/etl/index.js`)
   const dir = `${root}.data/bench-${service}-${dataset.size}`
@@ -227,5 +299,11 @@ async function loadDataset (db, tree, service, dataset, say) {
  */
 export async function warm (url, paths) {
   let next = 0
-  await attack({ draw: () => ({ method: 'GET', path: paths[next++] }), classify: () => ({ name: 'warm', expected: () => true }), baseUrls: [url], requests: paths.length, workers: 50 })
+  await attack({
+    draw: () => ({ method: 'GET', path: paths[next++] }),
+    classify: () => ({ name: 'warm', expected: () => true }),
+    baseUrls: [url],
+    requests: paths.length,
+    workers: 50
+  })
 }

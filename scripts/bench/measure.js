@@ -9,7 +9,13 @@ const RATE_CONNECTIONS = 64 // fixed-rate cases: requests in flight at most (veg
 
 /** A case alone: one run of `duration`, or, for a case with `groups`, percentiles per group of paths. */
 export async function measure (c, { service, duration, connections, servers }) {
-  const row = { service, case: c.name, connections: c.connections ?? connections, baseline: c.baseline, pairOf: c.pairOf }
+  const row = {
+    service,
+    case: c.name,
+    connections: c.connections ?? connections,
+    baseline: c.baseline,
+    pairOf: c.pairOf
+  }
   if (c.rate) {
     // Open loop at a fixed rate (vegeta): latency as clients arriving on their own see it, the
     // target's queueing included; `groups` (path → name) also gives percentiles per group of paths
@@ -17,16 +23,27 @@ export async function measure (c, { service, duration, connections, servers }) {
     const pathOf = (url) => url.replace(/^[a-z]+:\/\/[^/]+/, '')
     const f = await attack({
       draw: () => ({ method: 'GET', path: c.path() }),
-      classify: (method, url) => ({ name: c.groups?.[pathOf(url)] ?? c.name, expected: (status) => status >= 200 && status < 300 }),
+      classify: (method, url) => ({
+        name: c.groups?.[pathOf(url)] ?? c.name,
+        expected: (status) => status >= 200 && status < 300
+      }),
       baseUrls: [c.url],
       rate: c.rate,
       seconds: duration,
       workers: RATE_CONNECTIONS,
       name: `${service}: ${c.name}`
     })
-    const common = { ...row, connections: RATE_CONNECTIONS, rate: c.rate, non2xx: non2xx(f), errors: f.statuses[0] ?? 0, counters: { late: f.late, dropped: f.dropped } }
+    const common = {
+      ...row,
+      connections: RATE_CONNECTIONS,
+      rate: c.rate,
+      non2xx: non2xx(f),
+      errors: f.statuses[0] ?? 0,
+      counters: { late: f.late, dropped: f.dropped }
+    }
     if (!c.groups) return [{ ...common, rps: f.rps, p50: f.p50, p99: f.p99 }]
-    return Object.entries(f.routes).map(([name, g]) => ({ ...common, case: `${name} (interleaved)`, rps: g.requests / f.seconds, p50: g.p50, p99: g.p99 }))
+    return Object.entries(f.routes).map(([name, g]) =>
+      ({ ...common, case: `${name} (interleaved)`, rps: g.requests / f.seconds, p50: g.p50, p99: g.p99 }))
   }
   return measureRounds([c], { service, duration, connections, servers }, 1)
 }
@@ -41,11 +58,46 @@ export async function measure (c, { service, duration, connections, servers }) {
 export async function measureRounds (cases, { service, duration, connections, servers }, rounds) {
   const sides = cases.map((c) => {
     const draw = c.request ?? (() => ({ method: 'GET', path: c.path() }))
-    const row = { service, case: c.name, connections: c.rate ? RATE_CONNECTIONS : c.connections ?? connections, rate: c.rate, baseline: c.baseline, pairOf: c.pairOf, sameBytesPair: c.sameBytesPair, writes: c.writes }
-    const load = (seconds) => attack({ draw, classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }), baseUrls: [c.url], seconds, rate: c.rate, workers: row.connections, name: `${service}: ${c.name}` })
+    const row = {
+      service,
+      case: c.name,
+      connections: c.rate ? RATE_CONNECTIONS : c.connections ?? connections,
+      rate: c.rate,
+      baseline: c.baseline,
+      pairOf: c.pairOf,
+      sameBytesPair: c.sameBytesPair,
+      writes: c.writes
+    }
+    const load = (seconds) => attack({
+      draw,
+      classify: () => ({ name: c.name, expected: (status) => status >= 200 && status < 300 }),
+      baseUrls: [c.url],
+      seconds,
+      rate: c.rate,
+      workers: row.connections,
+      name: `${service}: ${c.name}`
+    })
     // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs each.
-    const cpus = c.pid ? [['CPU µs/req', () => cpuSeconds(c.pid)], ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])] : []
-    return { c, row, load, cpus, cpu: cpus.map(() => 0), machine: 0, requests: 0, seconds: 0, latencies: [], statuses: {}, late: 0, dropped: 0 }
+    const cpus = c.pid
+      ? [
+          ['CPU µs/req', () => cpuSeconds(c.pid)],
+          ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])
+        ]
+      : []
+    return {
+      c,
+      row,
+      load,
+      cpus,
+      cpu: cpus.map(() => 0),
+      machine: 0,
+      requests: 0,
+      seconds: 0,
+      latencies: [],
+      statuses: {},
+      late: 0,
+      dropped: 0
+    }
   })
   // Warm-up, not counted: JIT, connections, PostgreSQL's buffers (a cold case measures its first second too).
   for (const s of sides) if (!s.c.cold) await s.load(1)
@@ -70,23 +122,44 @@ export async function measureRounds (cases, { service, duration, connections, se
     if (c.rate) row.counters = { late, dropped }
     if (c.counters) {
       const after = (await get(c.url, '/metrics')).body
-      row.counters = { ...row.counters, ...Object.fromEntries(Object.entries(c.counters).map(([label, name]) =>
-        [label, typeof name === 'function' ? name(before, after) : Array.isArray(name) ? ratio(before, after, ...name) : (metric(after, name) - metric(before, name)) / seconds])) }
+      row.counters = {
+        ...row.counters,
+        ...Object.fromEntries(Object.entries(c.counters).map(([label, name]) => [
+          label,
+          typeof name === 'function'
+            ? name(before, after)
+            : Array.isArray(name)
+              ? ratio(before, after, ...name)
+              : (metric(after, name) - metric(before, name)) / seconds
+        ]))
+      }
     }
     if (c.pid) {
       // Each process over the measured rounds (the service: main thread and workers), per request answered.
-      row.counters = { ...row.counters, ...Object.fromEntries(cpus.map(([label], i) => [label, 1e6 * cpu[i] / requests])), 'RSS MB': rssBytes(c.pid) / 2 ** 20 }
+      row.counters = {
+        ...row.counters,
+        ...Object.fromEntries(cpus.map(([label], i) => [label, 1e6 * cpu[i] / requests])),
+        'RSS MB': rssBytes(c.pid) / 2 ** 20
+      }
     }
     // Every process of the machine, the load generator's too: on a machine it saturates, RPS follows this.
     if (requests) row.counters = { ...row.counters, 'machine µs/req': 1e6 * machine / requests }
     const { p50, p99 } = summary(latencies)
-    rows.push({ ...row, rps: seconds > 0 ? requests / seconds : 0, p50, p99, errors: statuses[0] ?? 0, non2xx: non2xx({ statuses }) })
+    rows.push({
+      ...row,
+      rps: seconds > 0 ? requests / seconds : 0,
+      p50,
+      p99,
+      errors: statuses[0] ?? 0,
+      non2xx: non2xx({ statuses })
+    })
   }
   return rows
 }
 
 /** What the `machine µs/req` note means, printed above the table by bench and bench:compare. */
-export const MACHINE_CPU_NOTE = 'machine µs/req: the CPU of every process here (the load generator\'s too) per request: where the machine is saturated, RPS follows it.'
+export const MACHINE_CPU_NOTE = 'machine µs/req: the CPU of every process here (the load generator\'s too) ' +
+  'per request: where the machine is saturated, RPS follows it.'
 
 /**
  * The CPU time of the whole machine so far, in seconds: every core and every process (the load
@@ -94,7 +167,8 @@ export const MACHINE_CPU_NOTE = 'machine µs/req: the CPU of every process here 
  * /proc/stat, in the kernel's USER_HZ of 100 a second, as /proc/<pid>/stat).
  */
 export function machineCpuSeconds () {
-  const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number)
+  const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8')
+    .split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number)
   return (user + nice + system + irq + softirq) / 100
 }
 
@@ -102,7 +176,8 @@ export function machineCpuSeconds () {
 const rssBytes = (pid) => 1024 * Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1])
 
 // Answers other than 2xx (status 0 is no answer: an error, counted apart).
-const non2xx = (f) => Object.entries(f.statuses).reduce((n, [code, k]) => n + (code !== '0' && (code < 200 || code >= 300) ? k : 0), 0)
+const non2xx = (f) => Object.entries(f.statuses)
+  .reduce((n, [code, k]) => n + (code !== '0' && (code < 200 || code >= 300) ? k : 0), 0)
 
 // [sum, count] of a histogram: its mean over the case (e.g. requests per flush).
 const ratio = (before, after, sum, count) =>

@@ -21,7 +21,13 @@ export function run ({ menus = defaults.menus, traffic = 'mix', ...opts }) {
       const over = menus.toLocaleString('en-US')
       return [
         { name: `cached GET /menu/:id, uniform over ${over}`, url: cached.url, path: uniform, sameBytes: true },
-        { name: `cached GET /menu/:id, uniform over ${over}, at ${MODERATE_RPS / 1000}K RPS`, url: cached.url, path: uniform, rate: MODERATE_RPS, sameBytes: true },
+        {
+          name: `cached GET /menu/:id, uniform over ${over}, at ${MODERATE_RPS / 1000}K RPS`,
+          url: cached.url,
+          path: uniform,
+          rate: MODERATE_RPS,
+          sameBytes: true
+        },
         { name: `uncached GET /menu/:id, uniform over ${over}`, url: uncached.url, path: uniform }
       ]
     }

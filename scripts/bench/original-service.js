@@ -25,11 +25,18 @@ const ITS_TABLE = `
 
 /** Is DIR a prepared checkout of the original? Throws a line saying what is missing. */
 export function checkOriginal (dir) {
-  const missing = ['server/index.js', 'node_modules/express', 'node_modules/pg', 'node_modules/redis'].filter((f) => !existsSync(join(dir, f)))
-  if (missing.length) throw new UserError(`--original ${dir}: no ${missing.join(', ')} (prepare it as docs/benchmarks.md says, then npm install --omit=dev there)`)
+  const missing = ['server/index.js', 'node_modules/express', 'node_modules/pg', 'node_modules/redis']
+    .filter((f) => !existsSync(join(dir, f)))
+  if (missing.length) {
+    throw new UserError(`--original ${dir}: no ${missing.join(', ')} ` +
+      '(prepare it as docs/benchmarks.md says, then npm install --omit=dev there)')
+  }
 }
 
-/** Starts the original in `dir` on the rows of `db` (a connected pg.Client, superuser) and database REDIS_DB of `redis`. */
+/**
+ * Starts the original in `dir` on the rows of `db` (a connected pg.Client, superuser) and database
+ * REDIS_DB of `redis`.
+ */
 export async function startOriginal (dir, db, redis) {
   const password = randomBytes(12).toString('hex')
   await db.query(`CREATE ROLE ${ROLE} LOGIN PASSWORD '${password}'`)
@@ -37,7 +44,14 @@ export async function startOriginal (dir, db, redis) {
   await db.query(ITS_TABLE)
   return startService({
     entry: join(dir, 'server', 'index.js'),
-    env: { PGHOST: db.host, PGPORT: String(db.port), PGUSER: ROLE, PGPASSWORD: password, PGDATABASE: db.database, REDIS_URL: `${redis.url}/${REDIS_DB}` },
+    env: {
+      PGHOST: db.host,
+      PGPORT: String(db.port),
+      PGUSER: ROLE,
+      PGPASSWORD: password,
+      PGDATABASE: db.database,
+      REDIS_URL: `${redis.url}/${REDIS_DB}`
+    },
     readyPath: '/restaurants/1/profile'
   })
 }

@@ -32,17 +32,38 @@ export function run ({ products = defaults.products, ...opts }) {
       const deepest = `/products?page=${lastPage}&count=5`
       let turn = 0
       return [
-        ...Object.entries(routes).map(([name, path]) => ({ name: `cached ${name}`, url: cached.url, path: () => path(hot), sameBytes: true })),
-        ...Object.entries(routes).map(([name, path]) => ({ name: `uncached ${name}`, url: uncached.url, path: () => path(ids) })),
-        { name: `cached products/:id/styles at ${MODERATE_RPS / 1000}K RPS`, url: cached.url, path: () => routes['products/:id/styles'](hot), rate: MODERATE_RPS, sameBytes: true },
-        { name: 'bare Fastify GET /hello at 1K RPS (the latency floor)', url: baseline.url, path: () => '/hello', rate: 1000 },
-        { name: 'uncached products/:id/styles at 1K RPS', url: uncached.url, path: () => routes['products/:id/styles'](ids), rate: 1000 },
+        ...Object.entries(routes).map(([name, path]) =>
+          ({ name: `cached ${name}`, url: cached.url, path: () => path(hot), sameBytes: true })),
+        ...Object.entries(routes).map(([name, path]) =>
+          ({ name: `uncached ${name}`, url: uncached.url, path: () => path(ids) })),
+        {
+          name: `cached products/:id/styles at ${MODERATE_RPS / 1000}K RPS`,
+          url: cached.url,
+          path: () => routes['products/:id/styles'](hot),
+          rate: MODERATE_RPS,
+          sameBytes: true
+        },
+        {
+          name: 'bare Fastify GET /hello at 1K RPS (the latency floor)',
+          url: baseline.url,
+          path: () => '/hello',
+          rate: 1000
+        },
+        {
+          name: 'uncached products/:id/styles at 1K RPS',
+          url: uncached.url,
+          path: () => routes['products/:id/styles'](ids),
+          rate: 1000
+        },
         {
           name: 'uncached pages',
           url: uncached.url,
           path: () => (turn++ % 2 ? deepest : first),
           rate: 1000,
-          groups: { [first]: 'uncached page 1 at 1K RPS', [deepest]: `uncached deepest page (${lastPage}) at 1K RPS` }
+          groups: {
+            [first]: 'uncached page 1 at 1K RPS',
+            [deepest]: `uncached deepest page (${lastPage}) at 1K RPS`
+          }
         }
       ]
     }
@@ -52,7 +73,8 @@ export function run ({ products = defaults.products, ...opts }) {
 /** The targets of the product issue, from this run's rows. */
 export function targets (rows) {
   const row = (start) => rows.find((r) => r.service === 'product' && r.case.startsWith(start))
-  const base = rows.filter((r) => r.service === 'product' && r.baseline).reduce((a, r, _, all) => a + r.rps / all.length, 0)
+  const base = rows.filter((r) => r.service === 'product' && r.baseline)
+    .reduce((a, r, _, all) => a + r.rps / all.length, 0)
   const styles = row('cached products/:id/styles')
   const slow = row('uncached products/:id/styles at 1K')
   const floor = row('bare Fastify GET /hello at 1K')
@@ -60,7 +82,15 @@ export function targets (rows) {
   const ms = (n) => `${n.toFixed(2)} ms`
   return [
     ['cached styles ≥ 50% of baseline RPS', styles.rps / base >= 0.5, `${Math.round(100 * styles.rps / base)}%`],
-    ['uncached styles p99 ≤ 10 ms at 1K RPS', slow.p99 <= 10, `${ms(slow.p99)} (bare Fastify at 1K RPS, same client: ${ms(floor.p99)})`],
-    ['deepest page p99 ≤ 2× page 1 (same run, interleaved)', deep.p99 <= 2 * first.p99, `${ms(deep.p99)} vs ${ms(first.p99)}`]
+    [
+      'uncached styles p99 ≤ 10 ms at 1K RPS',
+      slow.p99 <= 10,
+      `${ms(slow.p99)} (bare Fastify at 1K RPS, same client: ${ms(floor.p99)})`
+    ],
+    [
+      'deepest page p99 ≤ 2× page 1 (same run, interleaved)',
+      deep.p99 <= 2 * first.p99,
+      `${ms(deep.p99)} vs ${ms(first.p99)}`
+    ]
   ]
 }

@@ -14,10 +14,12 @@ export function machine () {
   try {
     model = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? model
   } catch {}
-  return `${model}, ${availableParallelism()} CPUs, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Node ${process.version}`
+  return `${model}, ${availableParallelism()} CPUs, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ` +
+    `Linux ${release()}, Node ${process.version}`
 }
 
-const escape = (s) => String(s).replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c])
+const escape = (s) =>
+  String(s).replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c])
 
 /**
  * A horizontal bar chart of each full-speed case's RPS over its service's bare Fastify baseline (the
@@ -28,7 +30,8 @@ export function chart (rows) {
     const b = rows.filter((x) => x.baseline && x.service === r.service && x.connections === r.connections)
     return b.reduce((a, x) => a + x.rps, 0) / b.length
   }
-  const bars = rows.filter((r) => !r.baseline && !r.rate && r.rps > 0).map((r) => ({ label: `${r.service}: ${r.case} (${r.connections})`, value: r.rps / base(r) }))
+  const bars = rows.filter((r) => !r.baseline && !r.rate && r.rps > 0)
+    .map((r) => ({ label: `${r.service}: ${r.case} (${r.connections})`, value: r.rps / base(r) }))
     .filter((b) => Number.isFinite(b.value))
   const labelWidth = 430
   const width = 300
@@ -37,16 +40,23 @@ export function chart (rows) {
   const x = (v) => labelWidth + (v / max) * width
   const height = bars.length * row + 40
   const out = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${labelWidth + width + 60}" height="${height}" font-family="sans-serif" font-size="11">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${labelWidth + width + 60}" height="${height}" ` +
+    'font-family="sans-serif" font-size="11">',
     `<text x="${labelWidth}" y="14">RPS / bare Fastify (1.0 = as fast as an empty Fastify route)</text>`
   ]
   bars.forEach((b, i) => {
     const y = 24 + i * row
+    const barWidth = (x(b.value) - labelWidth).toFixed(1)
+    const fill = b.value >= 1 ? '#2b8a3e' : '#1c7ed6'
     out.push(`<text x="${labelWidth - 6}" y="${y + 12}" text-anchor="end">${escape(b.label)}</text>`,
-      `<rect x="${labelWidth}" y="${y + 2}" width="${(x(b.value) - labelWidth).toFixed(1)}" height="${row - 5}" fill="${b.value >= 1 ? '#2b8a3e' : '#1c7ed6'}"/>`,
+      `<rect x="${labelWidth}" y="${y + 2}" width="${barWidth}" height="${row - 5}" fill="${fill}"/>`,
       `<text x="${(x(b.value) + 4).toFixed(1)}" y="${y + 12}">${b.value.toFixed(2)}</text>`)
   })
-  out.push(`<line x1="${x(1).toFixed(1)}" y1="20" x2="${x(1).toFixed(1)}" y2="${height - 10}" stroke="#444" stroke-dasharray="3,3"/>`, '</svg>')
+  const atOne = x(1).toFixed(1)
+  out.push(
+    `<line x1="${atOne}" y1="20" x2="${atOne}" y2="${height - 10}" stroke="#444" stroke-dasharray="3,3"/>`,
+    '</svg>'
+  )
   return `${out.join('\n')}\n`
 }
 

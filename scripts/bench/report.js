@@ -2,7 +2,9 @@
 // (RPS over RPS, or CPU per request over CPU per request at a fixed rate), and the shares printed
 // under the tables.
 
-const fmt = (n, d = 0) => (n === undefined || Number.isNaN(n) ? '' : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }))
+const fmt = (n, d = 0) => (n === undefined || Number.isNaN(n)
+  ? ''
+  : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }))
 
 /**
  * One markdown table of rows from any benchmarks: each RPS as a ratio to the mean of its own run's
@@ -19,11 +21,14 @@ export function table (rows) {
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |'
   ]
   for (const r of rows) {
-    const notes = Object.entries(r.counters ?? {}).map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) || v >= 100 ? 0 : 1)}`).join(', ')
+    const notes = Object.entries(r.counters ?? {})
+      .map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) || v >= 100 ? 0 : 1)}`).join(', ')
     const ratioToBase = r.rate ? `- (fixed ${fmt(r.rate)}/s)` : fmt(r.rps / baseOf(r), 2)
     const ratio = pairRatio(rows, r)
     const toPair = ratio === undefined ? '' : r.rate ? `CPU ${fmt(ratio, 2)}×` : fmt(ratio, 2)
-    out.push(`| ${r.service} | ${r.case} | ${r.rate ? `≤${r.connections}` : r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratioToBase} | ${toPair} | ${r.non2xx} | ${r.errors} | ${notes} |`)
+    const conn = r.rate ? `≤${r.connections}` : r.connections
+    out.push(`| ${r.service} | ${r.case} | ${conn} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ` +
+      `${ratioToBase} | ${toPair} | ${r.non2xx} | ${r.errors} | ${notes} |`)
   }
   return out.join('\n')
 }
@@ -47,7 +52,9 @@ export function pairsAcrossRuns (runs) {
   for (const r of runs[0].filter((x) => x.pairOf)) {
     const ratios = runs.map((rows) => ratio(rows, r))
     if (ratios.some((x) => x === undefined)) continue
-    out.push(`| ${r.service} | ${r.case}${r.rate ? ': CPU per request / pair' : ''} | ${r.connections} | ${ratios.map((x) => fmt(x, 2)).join(', ')} | ${fmt(median(ratios), 2)} |`)
+    const what = r.rate ? ': CPU per request / pair' : ''
+    const each = ratios.map((x) => fmt(x, 2)).join(', ')
+    out.push(`| ${r.service} | ${r.case}${what} | ${r.connections} | ${each} | ${fmt(median(ratios), 2)} |`)
   }
   return out.join('\n')
 }
@@ -60,7 +67,9 @@ function median (list) {
 
 /** The row a compared row was measured against (its `pairOf`), or undefined (none, or not in `rows`). */
 export function pairRow (rows, r) {
-  return r.pairOf === undefined ? undefined : rows.find((x) => x.service === r.service && x.case === r.pairOf && x.connections === r.connections)
+  return r.pairOf === undefined
+    ? undefined
+    : rows.find((x) => x.service === r.service && x.case === r.pairOf && x.connections === r.connections)
 }
 
 // A row's service CPU per request, where its process was measured (a sameBytes case and its pair).
@@ -82,13 +91,22 @@ const fullSpeedShares = (rows, service, writes) => rows
   .filter((r) => r.service === service && r.sameBytesPair && !r.rate && Boolean(r.writes) === writes)
   .map((r) => [r.case, pairRatio(rows, r)])
 
-/** Each sameBytes read's RPS as a share of bare Fastify sending the same bytes: [case, share]. (Fixed-rate cases: see sameBytesCpu.) */
+/**
+ * Each sameBytes read's RPS as a share of bare Fastify sending the same bytes: [case, share].
+ * (Fixed-rate cases: see sameBytesCpu.)
+ */
 export const sameBytesShares = (rows, service) => fullSpeedShares(rows, service, false)
 
-/** Each sameBytes case with a body: its RPS as a share of bare Fastify parsing the same bodies (the ceiling): [case, share]. */
+/**
+ * Each sameBytes case with a body: its RPS as a share of bare Fastify parsing the same bodies (the
+ * ceiling): [case, share].
+ */
 export const ceilingShares = (rows, service) => fullSpeedShares(rows, service, true)
 
-/** Each fixed-rate sameBytes case's CPU per request and bare Fastify's for the same bytes at that rate: [case, µs, Fastify's µs]. */
+/**
+ * Each fixed-rate sameBytes case's CPU per request and bare Fastify's for the same bytes at that rate:
+ * [case, µs, Fastify's µs].
+ */
 export function sameBytesCpu (rows, service) {
   return rows.filter((r) => r.service === service && r.sameBytesPair && r.rate && pairRatio(rows, r) !== undefined)
     .map((r) => [r.case, cpuOf(r), cpuOf(pairRow(rows, r))])

@@ -3,7 +3,8 @@
 // measured in interleaved rounds at a fixed arrival rate (below saturation, where pods run: CPU per
 // request decides how many pods a traffic needs). Two reads: a cached one (a server span, the turn's
 // MGET span linked to it) and an uncached one (a server span and a PostgreSQL span under it).
-// The ratio without an endpoint against the kit before tracing: npm run bench:compare -- --base <commit> --only tracing.
+// The ratio without an endpoint against the kit before tracing:
+// npm run bench:compare -- --base <commit> --only tracing.
 import { startJaeger } from '@suite/kit/testing'
 import { runBench, warm } from './harness.js'
 import { pick } from './original.js'
@@ -19,13 +20,22 @@ const ALL = 'at 100%'
 export async function run ({ products = defaults.products, ...opts }) {
   const jaeger = await startJaeger()
   try {
-    const traced = (ratio) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpHttp, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) })
+    const traced = (ratio) => ({
+      OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpHttp,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: String(ratio)
+    })
     return await runBench({
       ...opts,
       service: 'product',
       dataset: { count: 'products', size: products },
       uncached: true,
-      variants: { 'traced-10': traced(0.1), 'traced-100': traced(1), 'uncached-traced-10': { ...traced(0.1), CACHE_ENABLED: 'false' }, 'uncached-traced-100': { ...traced(1), CACHE_ENABLED: 'false' } },
+      variants: {
+        'traced-10': traced(0.1),
+        'traced-100': traced(1),
+        'uncached-traced-10': { ...traced(0.1), CACHE_ENABLED: 'false' },
+        'uncached-traced-100': { ...traced(1), CACHE_ENABLED: 'false' }
+      },
       async cases ({ db, cached, uncached, variants }) {
         const ids = (await db.query('SELECT id FROM products ORDER BY id')).rows.map((r) => r.id)
         const hot = ids.slice(0, 1000)
@@ -33,12 +43,21 @@ export async function run ({ products = defaults.products, ...opts }) {
         for (const s of [cached, variants['traced-10'], variants['traced-100']]) await warm(s.url, paths)
         const three = (what, rate, list, [off, ten, all]) => {
           const base = `${what} at ${rate / 1000}K RPS, tracing ${OFF}`
-          const side = (name, s) => ({ name, url: s.url, pid: s.child.pid, path: () => `/products/${pick(list)}/styles`, rate })
-          return { pair: [side(base, off), { ...side(`${what} at ${rate / 1000}K RPS, tracing ${SAMPLED}`, ten), pairOf: base }, { ...side(`${what} at ${rate / 1000}K RPS, tracing ${ALL}`, all), pairOf: base }] }
+          const side = (name, s) =>
+            ({ name, url: s.url, pid: s.child.pid, path: () => `/products/${pick(list)}/styles`, rate })
+          return {
+            pair: [
+              side(base, off),
+              { ...side(`${what} at ${rate / 1000}K RPS, tracing ${SAMPLED}`, ten), pairOf: base },
+              { ...side(`${what} at ${rate / 1000}K RPS, tracing ${ALL}`, all), pairOf: base }
+            ]
+          }
         }
         return [
           three('cached styles', CACHED_RPS, hot, [cached, variants['traced-10'], variants['traced-100']]),
-          three('uncached styles', UNCACHED_RPS, ids, [uncached, variants['uncached-traced-10'], variants['uncached-traced-100']])
+          three('uncached styles', UNCACHED_RPS, ids, [
+            uncached, variants['uncached-traced-10'], variants['uncached-traced-100']
+          ])
         ]
       }
     })
@@ -56,6 +75,11 @@ export function targets (rows) {
   return own.map((r) => {
     const ratio = cpu(r) / cpu(base(r))
     const limit = r.case.endsWith(SAMPLED) ? 1.15 : 1.6
-    return [`${r.case}: CPU per request ≤ ${limit}× without an endpoint`, ratio <= limit, `${cpu(r).toFixed(0)} µs / ${cpu(base(r)).toFixed(0)} µs (${ratio.toFixed(2)}×), p99 ${r.p99.toFixed(2)} ms / ${base(r).p99.toFixed(2)} ms`]
+    return [
+      `${r.case}: CPU per request ≤ ${limit}× without an endpoint`,
+      ratio <= limit,
+      `${cpu(r).toFixed(0)} µs / ${cpu(base(r)).toFixed(0)} µs (${ratio.toFixed(2)}×), ` +
+      `p99 ${r.p99.toFixed(2)} ms / ${base(r).p99.toFixed(2)} ms`
+    ]
   })
 }

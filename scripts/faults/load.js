@@ -1,8 +1,9 @@
 // The fault suite's load: open-loop (request i leaves at i/rate whatever happened to the ones before:
 // a closed loop would slow down with a faulty server and hide what the fault does), over keep-alive
 // connections, every request recorded. Up to `connections` per target: enough that requests never
-// queue in the client while a fault slows the answers (a queue here would count as the server's latency). A target that answers `Connection: close` is draining: it gets
-// no new request, as a load balancer would stop sending to a pod leaving its endpoints.
+// queue in the client while a fault slows the answers (a queue here would count as the server's
+// latency). A target that answers `Connection: close` is draining: it gets no new request, as a load
+// balancer would stop sending to a pod leaving its endpoints.
 import { request, Agent } from 'node:http'
 
 /**
@@ -34,7 +35,12 @@ export function startLoad ({ rate, next, connections = 1024, timeoutMs = 15_000 
         spec.then?.(rec, resend)
         resolve()
       }
-      const req = request(spec.url + spec.path, { agent: agents.get(spec.url), method: spec.method ?? 'GET', headers: spec.headers, timeout: timeoutMs }, (res) => {
+      const req = request(spec.url + spec.path, {
+        agent: agents.get(spec.url),
+        method: spec.method ?? 'GET',
+        headers: spec.headers,
+        timeout: timeoutMs
+      }, (res) => {
         let body = ''
         res.setEncoding('utf8')
         res.on('data', (d) => { body += d })

@@ -19,4 +19,5 @@ export function block (text, name, lines, { open = '#', close = '', from = 'serv
 }
 
 /** block() for Markdown. */
-export const markdownBlock = (text, name, lines, from) => block(text, name, lines, { open: '<!--', close: ' -->', from })
+export const markdownBlock = (text, name, lines, from) =>
+  block(text, name, lines, { open: '<!--', close: ' -->', from })

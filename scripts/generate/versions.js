@@ -7,7 +7,14 @@ import { block } from './blocks.js'
 
 const WORKSPACES = ['kit', ...NAMES]
 // Keep a Changelog's kinds of change, as Artifact Hub's `artifacthub.io/changes` names them.
-const KINDS = { Added: 'added', Changed: 'changed', Deprecated: 'deprecated', Removed: 'removed', Fixed: 'fixed', Security: 'security' }
+const KINDS = {
+  Added: 'added',
+  Changed: 'changed',
+  Deprecated: 'deprecated',
+  Removed: 'removed',
+  Fixed: 'fixed',
+  Security: 'security'
+}
 export const LICENSE = 'Apache-2.0'
 
 /** The suite's version, as this generate run sees package.json. */
@@ -18,7 +25,9 @@ const line = (text, key, value) => text.replace(new RegExp(`^${key}: .*$`, 'm'),
 /** A workspace's package.json: its version, and the kit's version range it depends on. */
 export const workspaceManifest = (text, read) => {
   const v = version(read)
-  return text.replace(/^ {2}"version": "[^"]*"/m, `  "version": "${v}"`).replace(/"@suite\/kit": "[^"]*"/, `"@suite/kit": "^${v}"`)
+  return text
+    .replace(/^ {2}"version": "[^"]*"/m, `  "version": "${v}"`)
+    .replace(/"@suite\/kit": "[^"]*"/, `"@suite/kit": "^${v}"`)
 }
 
 /** package-lock.json: the root's and the workspaces' entries. */
@@ -37,7 +46,8 @@ export const lock = (text, read) => {
 }
 
 /** charts/service/Chart.yaml: the chart and the services' images share the suite's version. */
-export const serviceChart = (text, read) => line(line(text, 'version', version(read)), 'appVersion', `"${version(read)}"`)
+export const serviceChart = (text, read) =>
+  line(line(text, 'version', version(read)), 'appVersion', `"${version(read)}"`)
 
 /** charts/loadtest/Chart.yaml: its version (its appVersion is k6's). */
 export const loadtestChart = (text, read) => line(text, 'version', version(read))
@@ -71,7 +81,10 @@ export const suiteChart = (text, read) => {
   return block(t, 'annotations', [
     `artifacthub.io/license: ${LICENSE}`,
     'artifacthub.io/changes: |',
-    ...changes(read('CHANGELOG.md'), v).flatMap((c) => [`  - kind: ${c.kind}`, `    description: ${quote(c.description)}`]),
+    ...changes(read('CHANGELOG.md'), v).flatMap((c) => [
+      `  - kind: ${c.kind}`,
+      `    description: ${quote(c.description)}`
+    ]),
     'artifacthub.io/images: |',
     ...NAMES.flatMap((n) => [`  - name: ${n}`, `    image: suite-${n}:${v}`])
   ], { from: 'package.json and CHANGELOG.md' })

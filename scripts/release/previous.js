@@ -1,5 +1,5 @@
 // The release before this checkout's: its version (CHANGELOG.md's next section) and the commit it
-// was made from (its tag). The cluster e2e upgrades from it; scripts/expand-contract.test.js runs its
+// was made from (its tag). The cluster e2e upgrades from it; scripts/test/expand-contract.test.js runs its
 // services on this tree's schema.
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -12,7 +12,8 @@ const git = (args) => spawnSync('git', ['-C', root, ...args], { encoding: 'utf8'
 /** This tree's version and the one before it (CHANGELOG.md's next section), with the commit it was released from. */
 export function previousRelease () {
   const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version
-  const versions = [...readFileSync(join(root, 'CHANGELOG.md'), 'utf8').matchAll(/^## \[(\d+\.\d+\.\d+[^\]]*)\]/gm)].map((m) => m[1])
+  const changelog = readFileSync(join(root, 'CHANGELOG.md'), 'utf8')
+  const versions = [...changelog.matchAll(/^## \[(\d+\.\d+\.\d+[^\]]*)\]/gm)].map((m) => m[1])
   const previous = versions[versions.indexOf(version) + 1]
   if (!previous) throw new Error(`CHANGELOG.md names no release before ${version}`)
   // Its tag; in a clone without tags, the commit before the one that moved package.json past it.

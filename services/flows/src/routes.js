@@ -43,7 +43,13 @@ export default async function routes (app) {
       if (rows.length > limit) {
         rows.length = limit
         const last = rows.at(-1)
-        next = new URLSearchParams({ hour, limit, after_src_app: last.src_app, after_dest_app: last.dest_app, after_vpc_id: last.vpc_id })
+        next = new URLSearchParams({
+          hour,
+          limit,
+          after_src_app: last.src_app,
+          after_dest_app: last.dest_app,
+          after_vpc_id: last.vpc_id
+        })
       }
       return { json: reply.serialize(rows), next }
     })

@@ -48,7 +48,8 @@ export function postFlows ({ maxBatch, bodyLimit }) {
           minLength: 1,
           maxLength: 200,
           pattern: '^[!-~]+$',
-          description: 'unique per batch (e.g. a UUID; visible ASCII): the same batch sent again with it is not counted again, another batch with it is a 422'
+          description: 'unique per batch (e.g. a UUID; visible ASCII): the same batch sent again with it is not ' +
+            'counted again, another batch with it is a 422'
         }
       }
     },
@@ -60,7 +61,10 @@ export function postFlows ({ maxBatch, bodyLimit }) {
         required: ['stored'],
         properties: {
           stored: { type: 'integer', description: 'records of this batch now in the totals' },
-          replayed: { type: 'boolean', description: 'true: this Idempotency-Key was already committed; nothing counted again' }
+          replayed: {
+            type: 'boolean',
+            description: 'true: this Idempotency-Key was already committed; nothing counted again'
+          }
         }
       },
       ...errorResponses,
@@ -77,13 +81,17 @@ export function postFlows ({ maxBatch, bodyLimit }) {
 const total = (description) => ({ type: 'string', pattern: '^(0|[1-9][0-9]*)$', description })
 // The keyset cursor: the page starts after the key (after_src_app, after_dest_app, after_vpc_id);
 // a part left out is '' (before every name). The next page's URL is in the Link header.
-const after = (field) => text({ maxLength: 200, description: `keyset cursor: the key after which this page starts (its ${field}); the Link header of the previous page has it` })
+const after = (field) => text({
+  maxLength: 200,
+  description: `keyset cursor: the key after which this page starts (its ${field}); ` +
+    'the Link header of the previous page has it'
+})
 
 export const listFlows = {
   summary: 'Totals per (src_app, dest_app, vpc_id) for one hour, in that order, a page at a time',
   description: `The seed's shape: a bare array, totals as decimal strings (exact past 2^53). At most \`limit\` ` +
-    `keys (default 1000, at most ${MAX_PAGE}); when the hour has more, \`Link: <…>; rel="next"\` is the next page's URL ` +
-    '(keyset: the same cost at any depth).',
+    `keys (default 1000, at most ${MAX_PAGE}); when the hour has more, ` +
+    '`Link: <…>; rel="next"` is the next page\'s URL (keyset: the same cost at any depth).',
   tags: ['flows'],
   querystring: {
     type: 'object',
@@ -101,7 +109,10 @@ export const listFlows = {
       type: 'array',
       maxItems: MAX_PAGE,
       headers: {
-        link: { type: 'string', description: 'present when there is a next page: `</flows?hour=…&after_src_app=…>; rel="next"`' }
+        link: {
+          type: 'string',
+          description: 'present when there is a next page: `</flows?hour=…&after_src_app=…>; rel="next"`'
+        }
       },
       items: {
         type: 'object',

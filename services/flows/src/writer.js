@@ -7,19 +7,45 @@
 // load the next group fills while the current one commits, so the batch size follows the load and a
 // hot key costs one row update per flush instead of one per request.
 import { createHash } from 'node:crypto'
-import { promClient as client, isUnavailable, connectionLost, withClient, DURATION_BUCKETS, httpError, prepared as preparedFor, linkedSpan, requestContext } from '@suite/kit'
+import {
+  promClient as client, isUnavailable, connectionLost, withClient, DURATION_BUCKETS, httpError, prepared as preparedFor,
+  linkedSpan, requestContext
+} from '@suite/kit'
 import * as sql from './sql.js'
 
 /** The writer's metrics, in the worker's registry (summed over workers by the kit at scrape time). */
 function writerMetrics (registry) {
   const registers = [registry]
   return {
-    flushes: new client.Counter({ name: 'flows_flushes_total', help: 'group-commit flushes (one transaction each) by result', labelNames: ['result'], registers }),
-    requests: new client.Histogram({ name: 'flows_flush_requests', help: 'POST requests answered by one flush (group size)', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers }),
-    rows: new client.Histogram({ name: 'flows_flush_rows', help: 'distinct keys upserted by one flush (after pre-aggregation)', buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384], registers }),
-    records: new client.Counter({ name: 'flows_records_committed_total', help: 'flow records (POST array elements) committed', registers }),
-    replays: new client.Counter({ name: 'flows_idempotent_replays_total', help: 'POSTs whose Idempotency-Key was already committed (not counted again)', registers }),
-    duration: new client.Histogram({ name: 'flows_flush_duration_seconds', help: 'time of one flush transaction', buckets: DURATION_BUCKETS, registers })
+    flushes: new client.Counter({
+      name: 'flows_flushes_total',
+      help: 'group-commit flushes (one transaction each) by result',
+      labelNames: ['result'],
+      registers
+    }),
+    requests: new client.Histogram({
+      name: 'flows_flush_requests',
+      help: 'POST requests answered by one flush (group size)',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+      registers
+    }),
+    rows: new client.Histogram({
+      name: 'flows_flush_rows',
+      help: 'distinct keys upserted by one flush (after pre-aggregation)',
+      buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384],
+      registers
+    }),
+    records: new client.Counter({
+      name: 'flows_records_committed_total', help: 'flow records (POST array elements) committed', registers
+    }),
+    replays: new client.Counter({
+      name: 'flows_idempotent_replays_total',
+      help: 'POSTs whose Idempotency-Key was already committed (not counted again)',
+      registers
+    }),
+    duration: new client.Histogram({
+      name: 'flows_flush_duration_seconds', help: 'time of one flush transaction', buckets: DURATION_BUCKETS, registers
+    })
   }
 }
 
@@ -91,7 +117,8 @@ export function createWriter ({ pool, config, registry, log }) {
       metrics.requests.observe(group.requests.length)
       for (const r of group.requests) {
         if (conflicts.has(r)) {
-          r.reject(httpError(422, `Idempotency-Key "${r.key}" was already used with a different batch: nothing of this batch was stored`))
+          r.reject(httpError(422, `Idempotency-Key "${r.key}" was already used with a different batch: ` +
+          'nothing of this batch was stored'))
         } else if (replays.has(r)) {
           metrics.replays.inc()
           r.resolve({ stored: r.records.length, replayed: true })
@@ -117,11 +144,13 @@ export function createWriter ({ pool, config, registry, log }) {
         return
       }
       const answer = err.outcomeUnknown
-        ? httpError(504, 'the database connection was lost while the batch was committing: it may or may not be stored. ' +
-        'Send it again with the same Idempotency-Key (it then counts once); without a key it may count twice')
+        ? httpError(504, 'the database connection was lost while the batch was committing: it may or may not be ' +
+        'stored. Send it again with the same Idempotency-Key (it then counts once); without a key it may count twice')
         : /^22/.test(err.code ?? '') ? dataError(err) : err
       if (!isUnavailable(err) && answer === err) log.error({ err }, 'flush failed, nothing of its group stored')
-      else if (err.outcomeUnknown) log.warn({ err: err.message }, 'connection lost during a commit: outcome unknown (504)')
+      else if (err.outcomeUnknown) {
+        log.warn({ err: err.message }, 'connection lost during a commit: outcome unknown (504)')
+      }
       for (const r of group.requests) r.reject(answer)
       return err
     }
@@ -144,13 +173,18 @@ export function createWriter ({ pool, config, registry, log }) {
         await conn.query('BEGIN')
         const first = new Map() // key -> its first request in this group; later ones replay it
         for (const r of keyed) if (!first.has(r.key)) first.set(r.key, r)
-        const { rows } = await conn.query(prepared(sql.claimKeys, [[...first.keys()], [...first.values()].map((r) => r.fingerprint)]))
+        const { rows } = await conn.query(prepared(sql.claimKeys, [
+          [...first.keys()],
+          [...first.values()].map((r) => r.fingerprint)
+        ]))
         const fresh = new Set(rows.map((row) => row.key))
         // The batch each key was first committed with: this group's first request, or an earlier one's.
         const original = new Map([...first].map(([key, r]) => [key, r.fingerprint]))
         const taken = [...first.keys()].filter((k) => !fresh.has(k))
         if (taken.length) {
-          for (const row of (await conn.query(prepared(sql.keyFingerprints, [taken]))).rows) original.set(row.key, row.fingerprint)
+          for (const row of (await conn.query(prepared(sql.keyFingerprints, [taken]))).rows) {
+            original.set(row.key, row.fingerprint)
+          }
         }
         const replays = new Set()
         const conflicts = new Set()
@@ -194,7 +228,8 @@ export function createWriter ({ pool, config, registry, log }) {
   function upsert (rows) {
     const cols = [[], [], [], [], [], []]
     for (const r of rows.values()) {
-      cols[0].push(r.hour); cols[1].push(r.src); cols[2].push(r.dest); cols[3].push(r.vpc); cols[4].push(r.tx); cols[5].push(r.rx)
+      cols[0].push(r.hour); cols[1].push(r.src); cols[2].push(r.dest)
+      cols[3].push(r.vpc); cols[4].push(r.tx); cols[5].push(r.rx)
     }
     return prepared(sql.upsert, cols)
   }

@@ -16,7 +16,8 @@ const postSchema = schemas.postFlows({ maxBatch: 10_000, bodyLimit: 4 * 1024 * 1
 // the large body and read the answer.
 function postLarge (base, length) {
   return new Promise((resolve, reject) => {
-    const req = request(`${base}/flows`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': length } }, (res) => {
+    const headers = { 'content-type': 'application/json', 'content-length': length }
+    const req = request(`${base}/flows`, { method: 'POST', headers }, (res) => {
       let text = ''
       res.on('data', (d) => { text += d })
       res.on('end', () => { req.destroy(); resolve({ status: res.statusCode, body: JSON.parse(text) }) })
@@ -53,7 +54,10 @@ test('POST then GET /flows sums per (src_app, dest_app, vpc_id) and hour, in key
     { src_app: 'foo', dest_app: 'bar', vpc_id: 'vpc-0', bytes_tx: '300', bytes_rx: '900', hour: 1 }
   ])
   const two = conforms(schemas.listFlows, await get(service.url, '/flows?hour=2'))
-  assert.deepEqual(two.body.map((f) => [f.vpc_id, f.bytes_tx, f.bytes_rx]), [['vpc-0', '100', '500'], ['vpc-1', '100', '500']])
+  assert.deepEqual(
+    two.body.map((f) => [f.vpc_id, f.bytes_tx, f.bytes_rx]),
+    [['vpc-0', '100', '500'], ['vpc-1', '100', '500']]
+  )
   assert.deepEqual(conforms(schemas.listFlows, await get(service.url, '/flows?hour=3')).body, [])
   // A read after an acknowledged write includes it, on whichever worker it lands.
   for (let i = 0; i < 10; i++) {
@@ -63,7 +67,8 @@ test('POST then GET /flows sums per (src_app, dest_app, vpc_id) and hour, in key
   }
 })
 
-test('names with quotes and unicode round-trip, order is byte order, totals past 2^53 stay exact, also in GET', async () => {
+test('names with quotes and unicode round-trip, order is byte order, totals past 2^53 stay exact, ' +
+  'also in GET', async () => {
   const names = ['Ünïcødé "q", \'a\' 🧭', 'Zed', 'alpha', 'a;DROP TABLE flows']
   assert.equal((await post(service.url, names.map((n) => flow(n, n, 'v', 1, 2, 50)))).status, 200)
   const got = (await get(service.url, '/flows?hour=50')).body
@@ -101,7 +106,10 @@ test('bad input is a 400 naming the index and field, never a 5xx, and stores not
   for (const field of ['src_app', 'dest_app', 'vpc_id', 'bytes_tx', 'bytes_rx', 'hour']) {
     cases.push([withAt3({ [field]: undefined }), `body/3/${field} is required`])
     cases.push([withAt3({ [field]: null }), `body/3/${field} must be`])
-    cases.push([withAt3({ [field]: [field.startsWith('bytes') || field === 'hour' ? 1 : 'x'] }), `body/3/${field} must be`])
+    cases.push([
+      withAt3({ [field]: [field.startsWith('bytes') || field === 'hour' ? 1 : 'x'] }),
+      `body/3/${field} must be`
+    ])
   }
   for (const field of ['src_app', 'dest_app', 'vpc_id']) {
     cases.push([withAt3({ [field]: '' }), `body/3/${field} must NOT have fewer than 1 characters`])
@@ -122,7 +130,8 @@ test('bad input is a 400 naming the index and field, never a 5xx, and stores not
   cases.push([withAt3({ hour: 2 ** 31 }), 'body/3/hour must be <= 2147483647'])
   for (const [body, message] of cases) {
     const res = conforms(postSchema, await post(service.url, body))
-    const label = `${typeof body === 'string' ? body.slice(0, 40) : JSON.stringify(body[3])}: ${JSON.stringify(res.body)}`
+    const sent = typeof body === 'string' ? body.slice(0, 40) : JSON.stringify(body[3])
+    const label = `${sent}: ${JSON.stringify(res.body)}`
     assert.equal(res.status, 400, label)
     assert.ok(res.body.message.startsWith(message), label)
   }
@@ -138,7 +147,11 @@ test('bad input is a 400 naming the index and field, never a 5xx, and stores not
   const text = await post(service.url, '[]', { 'content-type': 'text/plain' })
   assert.deepEqual([text.status, text.body.message], [415, 'body must be application/json (got text/plain)'])
   // Bytes that are not UTF-8 are refused, not stored as U+FFFD.
-  const latin1 = await raw(service.url, 'POST', '/flows', { headers: { 'content-type': 'application/json' }, body: Buffer.from('[{"src_app":"caf\xe9","dest_app":"d","vpc_id":"v","bytes_tx":1,"bytes_rx":1,"hour":99}]', 'latin1') })
+  const latin1 = await raw(service.url, 'POST', '/flows', {
+    headers: { 'content-type': 'application/json' },
+    body: Buffer.from('[{"src_app":"caf\xe9","dest_app":"d","vpc_id":"v",' +
+      '"bytes_tx":1,"bytes_rx":1,"hour":99}]', 'latin1')
+  })
   assert.deepEqual([latin1.status, latin1.json.message], [400, 'body is not valid UTF-8'])
 
   const hours = {
@@ -156,7 +169,8 @@ test('bad input is a 400 naming the index and field, never a 5xx, and stores not
     '/flows?hour=063': 'querystring/hour must be integer',
     '/flows?hour=99&limit=0': 'querystring/limit must be >= 1',
     '/flows?hour=99&limit=10001': 'querystring/limit must be <= 10000',
-    '/flows?hour=99&after_src_app=%00': 'querystring/after_src_app must not contain NUL (\\u0000) or an unpaired surrogate (\\uD800-\\uDFFF)'
+    '/flows?hour=99&after_src_app=%00':
+      'querystring/after_src_app must not contain NUL (\\u0000) or an unpaired surrogate (\\uD800-\\uDFFF)'
   }
   for (const [path, message] of Object.entries(hours)) {
     const res = conforms(schemas.listFlows, await get(service.url, path))
@@ -182,7 +196,9 @@ test('Idempotency-Key: a batch sent again, even concurrently, counts once', asyn
   assert.deepEqual(first.body, { stored: 2 })
   const again = await post(service.url, batch, { 'idempotency-key': 'batch-1' })
   assert.deepEqual(again.body, { stored: 2, replayed: true })
-  const racing = await Promise.all(Array.from({ length: 20 }, () => post(service.url, batch, { 'idempotency-key': 'batch-2' })))
+  const racing = await Promise.all(
+    Array.from({ length: 20 }, () => post(service.url, batch, { 'idempotency-key': 'batch-2' }))
+  )
   assert.ok(racing.every((r) => r.status === 200))
   assert.equal(racing.filter((r) => !r.body.replayed).length, 1, 'exactly one of the racing copies counted')
   assert.equal((await post(service.url, batch)).status, 200) // no key: counted
@@ -195,11 +211,19 @@ test('Idempotency-Key reused with another batch is a 422 that says so, and store
   assert.deepEqual((await post(service.url, batch, { 'idempotency-key': 'reuse-1' })).body, { stored: 1 })
   // The same records, keys in another order and other spacing: the same batch, a replay.
   const reordered = '[{"hour":61, "vpc_id":"v","bytes_rx":7,"bytes_tx":5,"dest_app":"x","src_app":"reuse"}]'
-  assert.deepEqual((await post(service.url, reordered, { 'idempotency-key': 'reuse-1' })).body, { stored: 1, replayed: true })
-  for (const other of [[flow('reuse', 'x', 'v', 5, 8, 61)], [...batch, ...batch], [flow('other', 'x', 'v', 5, 7, 61)]]) {
+  assert.deepEqual(
+    (await post(service.url, reordered, { 'idempotency-key': 'reuse-1' })).body,
+    { stored: 1, replayed: true }
+  )
+  for (const other of [
+    [flow('reuse', 'x', 'v', 5, 8, 61)],
+    [...batch, ...batch],
+    [flow('other', 'x', 'v', 5, 7, 61)]
+  ]) {
     const res = conforms(postSchema, await post(service.url, other, { 'idempotency-key': 'reuse-1' }))
     assert.equal(res.status, 422, JSON.stringify(other))
-    assert.equal(res.body.message, 'Idempotency-Key "reuse-1" was already used with a different batch: nothing of this batch was stored')
+    assert.equal(res.body.message,
+      'Idempotency-Key "reuse-1" was already used with a different batch: nothing of this batch was stored')
   }
   // Concurrently (in one group, or on two workers): whichever batch arrives first counts; a copy of
   // it replays, the other batch is refused. Which one is first is the race's, not the test's.
@@ -210,10 +234,12 @@ test('Idempotency-Key reused with another batch is a 422 that says so, and store
   assert.equal(counted.length, 1, 'one of the racing batches counted')
   const won = sent[racing.indexOf(counted[0])]
   assert.deepEqual(racing.map((r) => r.status), sent.map((b) => b === won ? 200 : 422))
-  assert.equal(racing.filter((r) => r.body.replayed).length, won === batch ? 1 : 0, 'the copy of the counted batch replays')
+  assert.equal(racing.filter((r) => r.body.replayed).length, won === batch ? 1 : 0,
+    'the copy of the counted batch replays')
   const [row] = (await get(service.url, '/flows?hour=61')).body
   const sum = (field) => String(batch[0][field] + won[0][field])
-  assert.deepEqual([row.bytes_tx, row.bytes_rx], [sum('bytes_tx'), sum('bytes_rx')], 'each key counted its batch once, the other batches not at all')
+  assert.deepEqual([row.bytes_tx, row.bytes_rx], [sum('bytes_tx'), sum('bytes_rx')],
+    'each key counted its batch once, the other batches not at all')
 })
 
 test('keys that differ only in unpaired surrogates are refused, not merged into one', async () => {
@@ -224,9 +250,13 @@ test('keys that differ only in unpaired surrogates are refused, not merged into 
 })
 
 test('GET /flows pages an hour by keyset: limit bounded, Link to the next page, every key once, in order', async () => {
-  const keys = Array.from({ length: 2345 }, (_, i) => flow(`s${String(i % 50).padStart(2, '0')}`, `d${i}`, i % 3 ? 'v' : 'v é', 1, i, 63))
-  for (let i = 0; i < keys.length; i += 1000) assert.equal((await post(service.url, keys.slice(i, i + 1000))).status, 200)
-  const expected = keys.map((f) => [f.src_app, f.dest_app, f.vpc_id]).sort((a, b) => Buffer.compare(Buffer.from(a.join('\0')), Buffer.from(b.join('\0'))))
+  const keys = Array.from({ length: 2345 },
+    (_, i) => flow(`s${String(i % 50).padStart(2, '0')}`, `d${i}`, i % 3 ? 'v' : 'v é', 1, i, 63))
+  for (let i = 0; i < keys.length; i += 1000) {
+    assert.equal((await post(service.url, keys.slice(i, i + 1000))).status, 200)
+  }
+  const expected = keys.map((f) => [f.src_app, f.dest_app, f.vpc_id])
+    .sort((a, b) => Buffer.compare(Buffer.from(a.join('\0')), Buffer.from(b.join('\0'))))
   // The default page is 1000 keys; the seed's client, asking with hour alone, gets the first of them.
   const first = conforms(schemas.listFlows, await get(service.url, '/flows?hour=63'))
   assert.equal(first.body.length, 1000)
@@ -312,7 +342,8 @@ test('a failed flush answers every request of its group 503 + Retry-After and st
     for (const r of results) {
       assert.equal(r.status, 503)
       assert.equal(r.headers.get('retry-after'), '1')
-      assert.deepEqual(r.body, { statusCode: 503, error: 'Service Unavailable', message: 'the batch was not stored, retry shortly' })
+      assert.deepEqual(r.body,
+        { statusCode: 503, error: 'Service Unavailable', message: 'the batch was not stored, retry shortly' })
     }
     assert.equal((await own.query('SELECT count(*)::int AS n FROM flows')).rows[0].n, 0)
     await own.query('DROP TRIGGER poison ON flows')
@@ -328,7 +359,8 @@ test('a failed flush answers every request of its group 503 + Retry-After and st
     ])
     assert.equal(mixed[0].status, 422)
     // In the API's words, not PostgreSQL's.
-    assert.equal(mixed[0].body.message, 'a total of this batch would pass 9223372036854775807 (2^63-1): nothing of it was stored')
+    assert.equal(mixed[0].body.message,
+      'a total of this batch would pass 9223372036854775807 (2^63-1): nothing of it was stored')
     assert.equal(mixed[1].status, 200)
     const totals = (await get(svc.url, '/flows?hour=2')).body
     assert.deepEqual(totals.map((f) => [f.src_app, f.bytes_tx]), [['fine', '3'], ['full', '9223372036854775000']])

@@ -31,7 +31,9 @@ async function admin (url, fn) {
 async function writers (clients, until, client) {
   const statuses = {}
   const count = (s) => { statuses[s] = (statuses[s] ?? 0) + 1 }
-  await Promise.all(Array.from({ length: clients }, (_, i) => (async () => { while (!until()) await client(i, count) })()))
+  await Promise.all(Array.from({ length: clients }, (_, i) => (async () => {
+    while (!until()) await client(i, count)
+  })()))
   return statuses
 }
 async function send (url, batch, headers) {
@@ -42,7 +44,8 @@ async function send (url, batch, headers) {
   }
 }
 
-test('PostgreSQL killed mid-commit and down for 8 s, clients resending with their Idempotency-Key: no exit, 503/504, then exact totals', async () => {
+test('PostgreSQL killed mid-commit and down for 8 s, clients resending with their Idempotency-Key: ' +
+  'no exit, 503/504, then exact totals', async () => {
   const { server, url } = await flowsServer()
   const svc = await startFlows({ DATABASE_URL: url, WORKERS: '2' })
   const sent = new Map()
@@ -71,7 +74,8 @@ test('PostgreSQL killed mid-commit and down for 8 s, clients resending with thei
     await sleep(3000)
     stop = true
     const statuses = await load
-    assert.deepEqual(Object.keys(statuses).filter((s) => !['200', '503', '504'].includes(s)), [], JSON.stringify(statuses))
+    assert.deepEqual(Object.keys(statuses).filter((s) => !['200', '503', '504'].includes(s)), [],
+      JSON.stringify(statuses))
     assert.ok(statuses[503] > 0, `503s during the outage: ${JSON.stringify(statuses)}`)
     assert.ok(statuses[200] > 100, `writes before and after: ${JSON.stringify(statuses)}`)
     assert.doesNotMatch(svc.logs(), /worker exited|worker crashed/)
@@ -83,7 +87,8 @@ test('PostgreSQL killed mid-commit and down for 8 s, clients resending with thei
   }
 })
 
-test('PostgreSQL killed mid-commit, clients without a key: a 503 batch was not stored (resent), only a 504 may have been', async () => {
+test('PostgreSQL killed mid-commit, clients without a key: a 503 batch was not stored (resent), ' +
+  'only a 504 may have been', async () => {
   const { server, url } = await flowsServer()
   const svc = await startFlows({ DATABASE_URL: url, WORKERS: '2' })
   const acked = new Map()
@@ -115,7 +120,8 @@ test('PostgreSQL killed mid-commit, clients without a key: a 503 batch was not s
     for (const [key, got] of stored) {
       const a = acked.get(key) ?? { tx: 0n, rx: 0n }
       const u = unknown.get(key) ?? { tx: 0n, rx: 0n }
-      assert.ok(a.tx <= got.tx && got.tx <= a.tx + u.tx, `${key}: acked ${a.tx} ≤ stored ${got.tx} ≤ acked + unknown ${a.tx + u.tx}`)
+      assert.ok(a.tx <= got.tx && got.tx <= a.tx + u.tx,
+        `${key}: acked ${a.tx} ≤ stored ${got.tx} ≤ acked + unknown ${a.tx + u.tx}`)
     }
     for (const key of acked.keys()) assert.ok(stored.has(key), `${key} acknowledged and stored`)
   } finally {
@@ -125,7 +131,8 @@ test('PostgreSQL killed mid-commit, clients without a key: a 503 batch was not s
   }
 })
 
-test('PostgreSQL frozen under writes: every POST answered within 2 s (503, or 504 for a COMMIT caught in flight), then 200s again', async () => {
+test('PostgreSQL frozen under writes: every POST answered within 2 s (503, or 504 for a COMMIT caught in flight), ' +
+  'then 200s again', async () => {
   const { server, url } = await flowsServer()
   const svc = await startFlows({ DATABASE_URL: url, WORKERS: '2', PG_CONNECT_TIMEOUT_MS: '1000' })
   const sent = new Map()
@@ -155,7 +162,8 @@ test('PostgreSQL frozen under writes: every POST answered within 2 s (503, or 50
     await sleep(3000)
     stop = true
     const statuses = await load
-    assert.deepEqual(Object.keys(statuses).filter((s) => !['200', '503', '504'].includes(s)), [], JSON.stringify(statuses))
+    assert.deepEqual(Object.keys(statuses).filter((s) => !['200', '503', '504'].includes(s)), [],
+      JSON.stringify(statuses))
     assert.ok(statuses[503] > 0, JSON.stringify(statuses))
     assert.ok(slowest.during <= 2000, `slowest answer sent during the freeze: ${Math.round(slowest.during)} ms`)
     assert.deepEqual(await admin(url, storedTotals), sent, 'every batch counted exactly once')

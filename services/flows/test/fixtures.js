@@ -20,7 +20,9 @@ export function startFlows (env) {
 /** POST a JSON body (an array, or any text) to /flows; returns { status, headers, body }. */
 export const post = (base, body, headers = {}) => send(base, 'POST', '/flows', body, headers)
 
-export const flow = (src, dest, vpc, tx, rx, hour) => ({ src_app: src, dest_app: dest, vpc_id: vpc, bytes_tx: tx, bytes_rx: rx, hour })
+export const flow = (src, dest, vpc, tx, rx, hour) => ({
+  src_app: src, dest_app: dest, vpc_id: vpc, bytes_tx: tx, bytes_rx: rx, hour
+})
 export const keyOf = (f) => `${f.hour}|${f.src_app}|${f.dest_app}|${f.vpc_id}`
 
 /** Adds records into a Map key -> { tx, rx } (BigInt, exact). */
@@ -36,6 +38,8 @@ export function sumInto (sums, records) {
 
 /** Every total in the table, as a Map key -> { tx, rx } (BigInt: read as text, exact). */
 export async function storedTotals (db) {
-  const { rows } = await db.query('SELECT hour, src_app, dest_app, vpc_id, bytes_tx::text AS tx, bytes_rx::text AS rx FROM flows')
+  const { rows } = await db.query(
+    'SELECT hour, src_app, dest_app, vpc_id, bytes_tx::text AS tx, bytes_rx::text AS rx FROM flows'
+  )
   return new Map(rows.map((r) => [keyOf(r), { tx: BigInt(r.tx), rx: BigInt(r.rx) }]))
 }

@@ -13,7 +13,9 @@ const VPC = ['vpc-a', 'vpc-b']
 const pick = (list) => list[Math.floor(Math.random() * list.length)]
 // Mostly 24 hot keys shared by every writer, one in ten a key of its own.
 const record = (client) => Math.random() < 0.9
-  ? flow(pick(SRC), pick(DEST), pick(VPC), Math.floor(Math.random() * 1e9), Math.floor(Math.random() * 1e9), pick(HOURS))
+  ? flow(
+      pick(SRC), pick(DEST), pick(VPC), Math.floor(Math.random() * 1e9), Math.floor(Math.random() * 1e9), pick(HOURS)
+    )
   : flow(`client${client}`, pick(DEST), pick(VPC), Math.floor(Math.random() * 1e6), 1, pick(HOURS))
 
 /**
@@ -71,7 +73,9 @@ test('3 processes × 2 workers on overlapping hot keys: totals equal exactly the
     await db.connect()
     assert.deepEqual(await storedTotals(db), sent)
     // Rows are locked in key order by every flush: PostgreSQL never had to break a deadlock.
-    const { rows: [{ deadlocks }] } = await db.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')
+    const { rows: [{ deadlocks }] } = await db.query(
+      'SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()'
+    )
     assert.equal(deadlocks, 0)
     await db.end()
     // The writers grouped their POSTs: fewer transactions than requests.

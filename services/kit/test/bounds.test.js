@@ -39,7 +39,8 @@ test('a client trickling its headers or its body is cut off within the bound (40
     assert.ok(headers.ms >= 900 && headers.ms < 3500, `headers cut after ${Math.round(headers.ms)} ms`)
 
     const body = '{"value":"' + 'b'.repeat(200) + '"}'
-    const head = `PUT /items/1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
+    const head = 'PUT /items/1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+      `Content-Length: ${body.length}\r\n\r\n`
     const trickled = await trickle(svc.port, head, body, 200)
     assert.match(trickled.answer, /^HTTP\/1\.1 408/)
     assert.ok(trickled.ms >= 1900 && trickled.ms < 4500, `body cut after ${Math.round(trickled.ms)} ms`)
@@ -55,7 +56,8 @@ test('a client trickling its headers or its body is cut off within the bound (40
 test('x-request-id: a short plain id is kept, anything else is replaced by a UUID', async () => {
   const svc = await start({ LOG_REQUESTS: 'true', LOG_LEVEL: 'info' })
   try {
-    const idOf = async (id) => (await get(svc.url, '/healthz', id === undefined ? {} : { 'x-request-id': id })).headers.get('x-request-id')
+    const idOf = async (id) =>
+      (await get(svc.url, '/healthz', id === undefined ? {} : { 'x-request-id': id })).headers.get('x-request-id')
     const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
     assert.equal(await idOf('trace-42_a.b:c@d+e=f/g'), 'trace-42_a.b:c@d+e=f/g')
     assert.equal(await idOf('x'.repeat(128)), 'x'.repeat(128))
@@ -78,14 +80,19 @@ test('x-request-id: a short plain id is kept, anything else is replaced by a UUI
   }
 })
 
-test('memory pressure: service routes answer 503 above MAX_RSS_BYTES or MAX_HEAP_USED_BYTES, health still answers', async () => {
+test('memory pressure: service routes answer 503 above MAX_RSS_BYTES or MAX_HEAP_USED_BYTES, ' +
+  'health still answers', async () => {
   const rss = await start({ MAX_RSS_BYTES: '1' })
   try {
     let res
     for (let i = 0; i < 60 && res?.status !== 503; i++) { await sleep(100); res = await get(rss.url, '/slow') }
     assert.equal(res.status, 503)
     assert.equal(res.headers.get('retry-after'), '1')
-    assert.deepEqual(res.body, { statusCode: 503, error: 'Service Unavailable', message: 'service overloaded, retry shortly' })
+    assert.deepEqual(res.body, {
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'service overloaded, retry shortly'
+    })
     assert.equal((await get(rss.url, '/healthz')).status, 200)
     assert.equal((await get(rss.url, '/readyz')).status, 200)
   } finally {
@@ -104,8 +111,11 @@ test('memory pressure: service routes answer 503 above MAX_RSS_BYTES or MAX_HEAP
   }
 })
 
-test('/readyz answers from memory: ready while the pool is busy or PostgreSQL is unreachable, unless READY_REQUIRES_DATABASE', async () => {
-  const busy = await start({ PG_POOL_MAX: '1', PG_CONNECT_TIMEOUT_MS: '5000', PG_STATEMENT_TIMEOUT_MS: '5000', PG_QUERY_TIMEOUT_MS: '6000' })
+test('/readyz answers from memory: ready while the pool is busy or PostgreSQL is unreachable, ' +
+  'unless READY_REQUIRES_DATABASE', async () => {
+  const busy = await start({
+    PG_POOL_MAX: '1', PG_CONNECT_TIMEOUT_MS: '5000', PG_STATEMENT_TIMEOUT_MS: '5000', PG_QUERY_TIMEOUT_MS: '6000'
+  })
   try {
     const holding = get(busy.url, '/pg-sleep?ms=2000') // the pool's only connection
     await sleep(200)
@@ -119,8 +129,16 @@ test('/readyz answers from memory: ready while the pool is busy or PostgreSQL is
     await busy.stop()
   }
   const none = 'postgres://postgres@127.0.0.1:1/none'
-  const down = await startService({ entry, env: { DATABASE_URL: none, PG_CONNECT_TIMEOUT_MS: '200' }, readyPath: '/healthz' })
-  const strict = await startService({ entry, env: { DATABASE_URL: none, PG_CONNECT_TIMEOUT_MS: '200', READY_REQUIRES_DATABASE: 'true' }, readyPath: '/healthz' })
+  const down = await startService({
+    entry,
+    env: { DATABASE_URL: none, PG_CONNECT_TIMEOUT_MS: '200' },
+    readyPath: '/healthz'
+  })
+  const strict = await startService({
+    entry,
+    env: { DATABASE_URL: none, PG_CONNECT_TIMEOUT_MS: '200', READY_REQUIRES_DATABASE: 'true' },
+    readyPath: '/healthz'
+  })
   try {
     await sleep(500) // the probe has failed by now
     assert.deepEqual((await get(down.url, '/readyz')).body, { status: 'ready', postgres: 'down', cache: 'memory' })
@@ -134,7 +152,9 @@ test('/readyz answers from memory: ready while the pool is busy or PostgreSQL is
 })
 
 test('PG_QUERY_TIMEOUT_MS bounds a query\'s whole wait, its wait for a connection included', async () => {
-  const svc = await start({ PG_POOL_MAX: '1', PG_CONNECT_TIMEOUT_MS: '1400', PG_QUERY_TIMEOUT_MS: '1500', PG_STATEMENT_TIMEOUT_MS: '5000' })
+  const svc = await start({
+    PG_POOL_MAX: '1', PG_CONNECT_TIMEOUT_MS: '1400', PG_QUERY_TIMEOUT_MS: '1500', PG_STATEMENT_TIMEOUT_MS: '5000'
+  })
   try {
     const holding = get(svc.url, '/pg-sleep?ms=1200') // the pool's only connection, 1.2 s
     await sleep(100)
@@ -142,7 +162,10 @@ test('PG_QUERY_TIMEOUT_MS bounds a query\'s whole wait, its wait for a connectio
     const queued = await get(svc.url, '/pg-sleep?ms=800') // ~1.1 s for the connection, then 0.8 s more: past 1.5 s
     const ms = performance.now() - t0
     assert.equal(queued.status, 503, JSON.stringify(queued.body))
-    assert.ok(ms < 1900, `answered after ${Math.round(ms)} ms, not after the connection's wait plus a whole query timeout`)
+    assert.ok(
+      ms < 1900,
+      `answered after ${Math.round(ms)} ms, not after the connection's wait plus a whole query timeout`
+    )
     assert.equal((await holding).status, 200)
     assert.equal((await get(svc.url, '/pg-sleep?ms=800')).status, 200, 'the same query alone fits')
   } finally {
@@ -150,7 +173,8 @@ test('PG_QUERY_TIMEOUT_MS bounds a query\'s whole wait, its wait for a connectio
   }
 })
 
-test('event-loop lag is a cumulative histogram: a stall stays in every later scrape, whoever scraped before', async () => {
+test('event-loop lag is a cumulative histogram: a stall stays in every later scrape, ' +
+  'whoever scraped before', async () => {
   const svc = await start()
   try {
     const slow = async () => {

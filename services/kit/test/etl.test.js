@@ -8,7 +8,9 @@ import pg from 'pg'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { CsvParser, parseCsv, copyLine, pgTarget, pgliteTarget, IdSet, seedTable, loadTables, LoadRefused } from '@suite/kit/etl'
+import {
+  CsvParser, parseCsv, copyLine, pgTarget, pgliteTarget, IdSet, seedTable, loadTables, LoadRefused
+} from '@suite/kit/etl'
 import { createDatabase } from '@suite/kit/testing/env'
 import { PGlite } from '@electric-sql/pglite'
 
@@ -74,7 +76,10 @@ const LONG = 'id,v\n' +
 test('the CSV parser rejects a record past maxRecord as tooLong, whatever the chunks, and reads on after it', () => {
   const read = (chunks) => {
     const seen = []
-    const parser = new CsvParser((fields, line, raw) => seen.push(fields.tooLong ? [line, 'tooLong', raw] : [line, ...fields]), { maxRecord: 12 })
+    const parser = new CsvParser(
+      (fields, line, raw) => seen.push(fields.tooLong ? [line, 'tooLong', raw] : [line, ...fields]),
+      { maxRecord: 12 }
+    )
     for (const c of chunks) parser.push(c)
     parser.end()
     return seen
@@ -96,13 +101,20 @@ test('the CSV parser rejects a record past maxRecord as tooLong, whatever the ch
       assert.deepEqual(read(chunks), want, `cut at ${cut}, then chunks of ${size}`)
     }
   }
-  assert.deepEqual(read(['a,b\n"x"', '"y"', '"z', '"', ',1\n']), [[1, 'a', 'b'], [2, 'x"y"z', '1']], 'doubled quotes across chunks, within the bound')
+  assert.deepEqual(
+    read(['a,b\n"x"', '"y"', '"z', '"', ',1\n']),
+    [[1, 'a', 'b'], [2, 'x"y"z', '1']],
+    'doubled quotes across chunks, within the bound'
+  )
 })
 
 test('an unclosed quote of 64 MB: one tooLong record, memory bounded, time linear', () => {
   const maxRecord = 1 << 20
   const seen = []
-  const parser = new CsvParser((fields, line, raw) => seen.push([line, fields.tooLong ?? false, raw.length]), { maxRecord })
+  const parser = new CsvParser(
+    (fields, line, raw) => seen.push([line, fields.tooLong ?? false, raw.length]),
+    { maxRecord }
+  )
   parser.push('id,v\n1,"open')
   const chunk = 'x'.repeat(1 << 16) + '\n' + '""'.repeat(100)
   const started = Date.now()
@@ -118,7 +130,9 @@ test('an unclosed quote of 64 MB: one tooLong record, memory bounded, time linea
   assert.ok(Date.now() - started < 15_000, `${Date.now() - started} ms`)
 })
 
-const AWKWARD = ['plain', 'tab\there', 'new\nline', 'cr\rhere', 'back\\slash', '\\N', '', null, 'ünïcødé 🧥', 'quote " and , comma']
+const AWKWARD = [
+  'plain', 'tab\there', 'new\nline', 'cr\rhere', 'back\\slash', '\\N', '', null, 'ünïcødé 🧥', 'quote " and , comma'
+]
 
 test('COPY text round-trips every awkward value through a real PostgreSQL', async () => {
   const client = new pg.Client({ connectionString: await createDatabase('copy') })
@@ -138,7 +152,10 @@ test('the same COPY text loads into an embedded PGlite', async () => {
   const db = await PGlite.create()
   try {
     await db.query('CREATE TABLE t (i int, v text)')
-    await pipeline(Readable.from(AWKWARD.map((v, i) => copyLine([i, v]))), pgliteTarget(db).copy('COPY t (i, v) FROM STDIN'))
+    await pipeline(
+      Readable.from(AWKWARD.map((v, i) => copyLine([i, v]))),
+      pgliteTarget(db).copy('COPY t (i, v) FROM STDIN')
+    )
     const { rows } = await db.query('SELECT v FROM t ORDER BY i')
     assert.deepEqual(rows.map((r) => r.v), AWKWARD)
   } finally {
@@ -173,18 +190,26 @@ const seedInto = (url, rows, extra = {}) => seedTable({
   ...extra
 })
 
-test('seedTable: parts over parallel binary COPY streams, every value intact (strings or pieces), indexes, defaults and lz4 kept', async () => {
+test('seedTable: parts over parallel binary COPY streams, every value intact (strings or pieces), ' +
+  'indexes, defaults and lz4 kept', async () => {
   const { url, client } = await withOldRow('seed')
   try {
     const doc = (id) => ({ id, name: AWKWARD[id % AWKWARD.length], nested: [1.5, null, true, { ключ: 'значение' }] })
     // Values as strings, and (even ids) as pieces: a Buffer then a string.
-    const json = (id) => id % 2 ? JSON.stringify(doc(id)) : [Buffer.from(JSON.stringify(doc(id)).slice(0, 6)), JSON.stringify(doc(id)).slice(6)]
+    const json = (id) => id % 2
+      ? JSON.stringify(doc(id))
+      : [Buffer.from(JSON.stringify(doc(id)).slice(0, 6)), JSON.stringify(doc(id)).slice(6)]
     const summary = await seedInto(url, (id) => [id, id % 5 ? json(id) : null, AWKWARD[id % AWKWARD.length] ?? 'none'])
     assert.equal(summary.rows, 700)
     const { rows } = await client.query('SELECT id, doc, note, version FROM s ORDER BY id')
     assert.equal(rows.length, 700, 'the old rows are gone: the seeded table was swapped in')
     for (const r of rows) {
-      assert.deepEqual(r, { id: r.id, doc: r.id % 5 ? doc(r.id) : null, note: AWKWARD[r.id % AWKWARD.length] ?? 'none', version: 1 })
+      assert.deepEqual(r, {
+        id: r.id,
+        doc: r.id % 5 ? doc(r.id) : null,
+        note: AWKWARD[r.id % AWKWARD.length] ?? 'none',
+        version: 1
+      })
     }
     const { rows: [t] } = await client.query(`SELECT
       (SELECT attcompression FROM pg_attribute WHERE attrelid = 's'::regclass AND attname = 'doc') AS compression,
@@ -205,7 +230,9 @@ test('seedTable: a row PostgreSQL refuses fails the seed loudly and leaves the l
     await assert.rejects(seedInto(url, null, {
       parts: 40,
       rows: function * (part) {
-        for (let id = part * 2000 + 1; id <= (part + 1) * 2000; id++) yield [id, id === 2100 ? '{"broken":' : '{}', note]
+        for (let id = part * 2000 + 1; id <= (part + 1) * 2000; id++) {
+          yield [id, id === 2100 ? '{"broken":' : '{}', note]
+        }
       }
     }), /invalid input syntax for type json/)
     const { rows } = await client.query('SELECT id, note FROM s')
@@ -238,7 +265,10 @@ async function withLongReader (prefix, body) {
     for (const c of clients) await c.connect()
     await loader.query('CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL)')
     await loader.query("INSERT INTO items SELECT i, 'old ' || i FROM generate_series(1, 10) i")
-    await writeFile(join(dir, 'items.csv'), 'id,name\n' + Array.from({ length: 500 }, (_, i) => `${i + 1},new ${i + 1}\n`).join(''))
+    await writeFile(
+      join(dir, 'items.csv'),
+      'id,name\n' + Array.from({ length: 500 }, (_, i) => `${i + 1},new ${i + 1}\n`).join('')
+    )
     await holder.query('BEGIN')
     await holder.query('SELECT count(*) FROM items')
     // The services' setting: a query queued behind the swap for longer than this fails.
@@ -259,7 +289,8 @@ async function withLongReader (prefix, body) {
   }
 }
 
-test('the swap waits for a long reader with a short lock_timeout and retries: other readers are never queued behind it', async () => {
+test('the swap waits for a long reader with a short lock_timeout and retries: ' +
+  'other readers are never queued behind it', async () => {
   await withLongReader('swapwait', async ({ holder, count, load }) => {
     let done = false
     const loading = load(60).finally(() => { done = true })
@@ -286,7 +317,10 @@ test('the swap gives up after --swap-wait: LoadRefused in one line, the live tab
     const started = Date.now()
     await assert.rejects(load(2), (err) => {
       assert.ok(err instanceof LoadRefused)
-      assert.match(err.message, /^swap: could not lock items in \d+ tries over 2 s \(--swap-wait\): a long transaction is reading them$/)
+      assert.match(
+        err.message,
+        /^swap: could not lock items in \d+ tries over 2 s \(--swap-wait\): a long transaction is reading them$/
+      )
       return true
     })
     assert.ok(Date.now() - started < 10_000)

@@ -25,17 +25,22 @@ const timed = async (promise) => {
   return { ...res, ms: performance.now() - t0 }
 }
 
-test('PostgreSQL frozen: every request a 503 within 2 s, /readyz and /healthz within 1 s, back after SIGCONT', async () => {
+test('PostgreSQL frozen: every request a 503 within 2 s, /readyz and /healthz within 1 s, ' +
+  'back after SIGCONT', async () => {
   const server = await startPostgres()
   const url = await server.createDatabase('frozen')
   await (await itemsOn(url)).end()
   // The kit's default timeouts (the test harness raises the connect timeout for busy machines).
-  const svc = await startService({ entry, env: { DATABASE_URL: url, WORKERS: '1', PG_POOL_MAX: '4', PG_CONNECT_TIMEOUT_MS: '1000' } })
+  const svc = await startService({
+    entry,
+    env: { DATABASE_URL: url, WORKERS: '1', PG_POOL_MAX: '4', PG_CONNECT_TIMEOUT_MS: '1000' }
+  })
   try {
     assert.equal((await get(svc.url, '/pg-sleep?ms=0')).status, 200)
     server.pause()
     // More requests than connections: some wait in the pool's queue, the rest on a frozen connection.
-    const during = await Promise.all(Array.from({ length: 12 }, (_, i) => timed(get(svc.url, i % 2 ? '/pg-sleep?ms=0' : `/items/${1 + i}`))))
+    const during = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+      timed(get(svc.url, i % 2 ? '/pg-sleep?ms=0' : `/items/${1 + i}`))))
     for (const r of during) {
       assert.equal(r.status, 503, JSON.stringify(r.body))
       assert.equal(r.headers.get('retry-after'), '1')
@@ -67,7 +72,8 @@ test('PostgreSQL frozen: every request a 503 within 2 s, /readyz and /healthz wi
   }
 })
 
-test('a statement cancelled by its timeout (57014) or a lock not had (55P03): 503 with Retry-After, logged without a stack', async () => {
+test('a statement cancelled by its timeout (57014) or a lock not had (55P03): 503 with Retry-After, ' +
+  'logged without a stack', async () => {
   const url = await createDatabase('locked')
   const holder = await itemsOn(url)
   const svc = await startService({ entry, env: { DATABASE_URL: url, WORKERS: '1', PG_STATEMENT_TIMEOUT_MS: '300' } })
@@ -80,7 +86,11 @@ test('a statement cancelled by its timeout (57014) or a lock not had (55P03): 50
     await holder.query('ROLLBACK')
     assert.equal(cancelled.status, 503, JSON.stringify(cancelled.body))
     assert.equal(cancelled.headers.get('retry-after'), '1')
-    assert.deepEqual(cancelled.body, { statusCode: 503, error: 'Service Unavailable', message: 'database unavailable, retry shortly' })
+    assert.deepEqual(cancelled.body, {
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'database unavailable, retry shortly'
+    })
 
     await holder.query('BEGIN')
     await holder.query('SELECT * FROM fixture_items WHERE id = 2 FOR UPDATE')

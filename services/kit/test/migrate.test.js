@@ -22,7 +22,10 @@ const fixtureMigration = fileURLToPath(new URL('./fixture/migrations/001_fixture
 
 function migrate (url, ...args) {
   const env = typeof args.at(-1) === 'object' ? args.pop() : {}
-  const child = spawn(process.execPath, [entry, 'migrate', ...args], { env: { PATH: process.env.PATH, ...databaseEnv(url), PG_CONNECT_TIMEOUT_MS: '500', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [entry, 'migrate', ...args], {
+    env: { PATH: process.env.PATH, ...databaseEnv(url), PG_CONNECT_TIMEOUT_MS: '500', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })
@@ -93,15 +96,20 @@ const oneLine = (out, pattern) => {
 }
 
 test('migrate: a migration longer than the service\'s statement timeout runs to its end', async () => {
-  await withMigrations({ '002_slow.sql': 'SELECT pg_sleep(1.2); CREATE TABLE slow_done (id int)' }, async ({ client, run }) => {
+  await withMigrations({
+    '002_slow.sql': 'SELECT pg_sleep(1.2); CREATE TABLE slow_done (id int)'
+  }, async ({ client, run }) => {
     const r = run()
     assert.equal(await r.exited, 0, r.out())
-    const { rows } = await client.query("SELECT to_regclass('slow_done') IS NOT NULL AS done, (SELECT count(*)::int FROM schema_migrations) AS n")
+    const { rows } = await client.query(
+      "SELECT to_regclass('slow_done') IS NOT NULL AS done, (SELECT count(*)::int FROM schema_migrations) AS n"
+    )
     assert.deepEqual(rows[0], { done: true, n: 2 })
   })
 })
 
-test('migrate --wait: waits for another run\'s advisory lock past the statement timeout, and gives up after --wait in one line', async () => {
+test('migrate --wait: waits for another run\'s advisory lock past the statement timeout, ' +
+  'and gives up after --wait in one line', async () => {
   await withMigrations({}, async ({ client, run }) => {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
     const waiting = run('--wait', '20')
@@ -115,11 +123,15 @@ test('migrate --wait: waits for another run\'s advisory lock past the statement 
     const givingUp = run() // --wait 0: still at least 5 s for a lock
     assert.equal(await givingUp.exited, 1, givingUp.out())
     assert.ok(Date.now() - started >= 4500, `gave up after ${Date.now() - started} ms`)
-    oneLine(givingUp.out(), /^fixture migrate: another migrate run has held the migration lock for more than 5 s; it may still be running/m)
+    oneLine(
+      givingUp.out(),
+      /^fixture migrate: another migrate run has held the migration lock for more than 5 s; it may still be running/m
+    )
   })
 })
 
-test('migrate: one transaction per file; a failing one is rolled back and named in one line, the ones before it stay', async () => {
+test('migrate: one transaction per file; a failing one is rolled back and named in one line, ' +
+  'the ones before it stay', async () => {
   await withMigrations({
     '002_ok.sql': 'CREATE TABLE two (id int)',
     '003_bad.sql': 'CREATE TABLE three (id int); SELECT 1 / 0',
@@ -128,25 +140,36 @@ test('migrate: one transaction per file; a failing one is rolled back and named 
     const r = run()
     assert.equal(await r.exited, 1, r.out())
     oneLine(r.out(), /^fixture migrate: migration 003_bad\.sql failed, rolled back: division by zero$/m)
-    const { rows } = await client.query(`SELECT to_regclass('two') IS NOT NULL AS two, to_regclass('three') IS NOT NULL AS three,
-      to_regclass('four') IS NOT NULL AS four, (SELECT array_agg(version ORDER BY version) FROM schema_migrations) AS versions`)
+    const { rows } = await client.query(
+      "SELECT to_regclass('two') IS NOT NULL AS two, to_regclass('three') IS NOT NULL AS three,\n" +
+      "      to_regclass('four') IS NOT NULL AS four, " +
+      '(SELECT array_agg(version ORDER BY version) FROM schema_migrations) AS versions'
+    )
     assert.deepEqual(rows[0], { two: true, three: false, four: false, versions: ['001_fixture', '002_ok'] })
   })
 })
 
-test('migrate: a migration behind a long reader\'s table lock waits up to --wait (at least 5 s), then fails in one line, rolled back', async () => {
-  await withMigrations({ '002_alter.sql': 'ALTER TABLE fixture_items ADD COLUMN note text' }, async ({ url, client, run }) => {
+test('migrate: a migration behind a long reader\'s table lock waits up to --wait (at least 5 s), ' +
+  'then fails in one line, rolled back', async () => {
+  await withMigrations({
+    '002_alter.sql': 'ALTER TABLE fixture_items ADD COLUMN note text'
+  }, async ({ url, client, run }) => {
     const first = migrate(url, { FIXTURE_MIGRATIONS: fileURLToPath(new URL('./fixture/migrations/', import.meta.url)) })
     assert.equal(await first.exited, 0, first.out()) // 001 only
     await client.query('BEGIN')
     await client.query('SELECT count(*) FROM fixture_items') // the long reader
     const r = run('--wait', '2')
     assert.equal(await r.exited, 1, r.out())
-    oneLine(r.out(), /^fixture migrate: migration 002_alter\.sql failed, rolled back: waited more than 5 s for a lock: a long transaction holds a table it changes$/m)
+    oneLine(r.out(), new RegExp(
+      '^fixture migrate: migration 002_alter\\.sql failed, rolled back: ' +
+      'waited more than 5 s for a lock: a long transaction holds a table it changes$',
+      'm'
+    ))
     await client.query('COMMIT')
     const again = run('--wait', '2')
     assert.equal(await again.exited, 0, again.out())
-    const { rows } = await client.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'fixture_items' AND column_name = 'note'")
+    const { rows } = await client.query('SELECT count(*)::int AS n FROM information_schema.columns ' +
+      "WHERE table_name = 'fixture_items' AND column_name = 'note'")
     assert.equal(rows[0].n, 1)
   })
 })
@@ -165,8 +188,10 @@ test('migrate: two services with a 001_init.sql of the same name in one database
       await writeFile(join(dir, '001_init.sql'), `CREATE TABLE ${name}_items (id int)`)
       assert.deepEqual(await migrateIn(client, { name, migrations: dir }), ['001_init'], `${name}'s 001_init applied`)
     }
-    const { rows } = await client.query(`SELECT to_regclass('alpha_items') IS NOT NULL AS alpha, to_regclass('beta_items') IS NOT NULL AS beta,
-      (SELECT array_agg(service || '/' || version ORDER BY service) FROM schema_migrations) AS versions`)
+    const { rows } = await client.query(
+      "SELECT to_regclass('alpha_items') IS NOT NULL AS alpha, to_regclass('beta_items') IS NOT NULL AS beta,\n" +
+      "      (SELECT array_agg(service || '/' || version ORDER BY service) FROM schema_migrations) AS versions"
+    )
     assert.deepEqual(rows[0], { alpha: true, beta: true, versions: ['alpha/001_init', 'beta/001_init'] })
     assert.deepEqual(await migrateIn(client, { name: 'beta', migrations: dirs[1] }), [], 'applied once')
   } finally {
@@ -175,7 +200,8 @@ test('migrate: two services with a 001_init.sql of the same name in one database
   }
 })
 
-test('migrate: a database migrated before versions were keyed by service upgrades in place, nothing applied twice', async () => {
+test('migrate: a database migrated before versions were keyed by service upgrades in place, ' +
+  'nothing applied twice', async () => {
   const url = await createDatabase('migrate_upgrade')
   const client = new pg.Client({ connectionString: url })
   // By path: the list names the services; each definition holds its migrations.
@@ -183,7 +209,9 @@ test('migrate: a database migrated before versions were keyed by service upgrade
   try {
     await client.connect()
     // What the previous migrate left: schema_migrations keyed by bare version, every service's files applied.
-    await client.query('CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
+    await client.query(
+      'CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())'
+    )
     const legacy = []
     for (const service of services) {
       const dir = fileURLToPath(service.migrations)
@@ -195,15 +223,23 @@ test('migrate: a database migrated before versions were keyed by service upgrade
     }
     // A row no service here claims (another service's, not yet upgraded) stays as it was.
     await client.query("INSERT INTO schema_migrations (version) VALUES ('001_someone_else')")
-    for (const service of services) assert.deepEqual(await migrateIn(client, service), [], `${service.name}: nothing applied again`)
+    for (const service of services) {
+      assert.deepEqual(await migrateIn(client, service), [], `${service.name}: nothing applied again`)
+    }
     const { rows } = await client.query("SELECT coalesce(service, '?') || '/' || version AS v FROM schema_migrations")
-    assert.deepEqual(rows.map((r) => r.v).sort(), [...legacy, '?/001_someone_else'].sort(), 'each row keyed by its service')
+    assert.deepEqual(
+      rows.map((r) => r.v).sort(),
+      [...legacy, '?/001_someone_else'].sort(),
+      'each row keyed by its service'
+    )
 
     // The upgraded table takes new versions, per service.
     const dir = await mkdtemp(join(tmpdir(), 'migrations-later-'))
     try {
       const last = services.at(-1)
-      for (const file of await readdir(fileURLToPath(last.migrations))) await copyFile(join(fileURLToPath(last.migrations), file), join(dir, file))
+      for (const file of await readdir(fileURLToPath(last.migrations))) {
+        await copyFile(join(fileURLToPath(last.migrations), file), join(dir, file))
+      }
       await writeFile(join(dir, '999_later.sql'), 'CREATE TABLE upgraded_later (id int)')
       assert.deepEqual(await migrateIn(client, { name: last.name, migrations: dir }), ['999_later'])
     } finally { await rm(dir, { recursive: true, force: true }) }
@@ -215,7 +251,8 @@ test('migrate: a database migrated before versions were keyed by service upgrade
 // A data load's memory is mostly the modules its process carries (services/README.md, load): every
 // service's `migrate` loads its definition and the kit's commands, and none of what only serving
 // needs. A resolve hook records each module the process loads.
-test('migrate loads none of what only serve needs: Fastify, ioredis, prom-client, the OpenTelemetry SDK, the routes', async () => {
+test('migrate loads none of what only serve needs: ' +
+  'Fastify, ioredis, prom-client, the OpenTelemetry SDK, the routes', async () => {
   const url = await createDatabase('migrate_light')
   const dir = await mkdtemp(join(tmpdir(), 'suite-modules-'))
   const hook = join(dir, 'hook.mjs')
@@ -226,15 +263,21 @@ process.on('exit', () => process.stderr.write('MODULES ' + JSON.stringify([...se
 `)
   try {
     for (const name of NAMES) {
-      const child = spawn(process.execPath, ['--import', hook, fileURLToPath(new URL(`../../${name}/src/cli.js`, import.meta.url)), 'migrate'],
-        { env: { PATH: process.env.PATH, ...databaseEnv(url) }, stdio: ['ignore', 'ignore', 'pipe'] })
+      const child = spawn(process.execPath, [
+        '--import', hook, fileURLToPath(new URL(`../../${name}/src/cli.js`, import.meta.url)), 'migrate'
+      ], { env: { PATH: process.env.PATH, ...databaseEnv(url) }, stdio: ['ignore', 'ignore', 'pipe'] })
       let err = ''
       child.stderr.on('data', (d) => { err += d })
       const [code] = await once(child, 'close') // after its stderr is read to the end
       assert.equal(code, 0, err)
       const modules = JSON.parse(/^MODULES (.*)$/m.exec(err)[1])
-      assert.ok(modules.some((m) => m.includes('/node_modules/pg/')), `${name}: the hook saw pg load (${modules.length} modules)`)
-      const heavy = modules.filter((m) => /\/node_modules\/(fastify|@fastify|ioredis|prom-client|@opentelemetry\/(sdk-trace|resources|core|exporter))/.test(m) || m.endsWith('/src/routes.js'))
+      assert.ok(
+        modules.some((m) => m.includes('/node_modules/pg/')),
+        `${name}: the hook saw pg load (${modules.length} modules)`
+      )
+      const heavyModule =
+        /\/node_modules\/(fastify|@fastify|ioredis|prom-client|@opentelemetry\/(sdk-trace|resources|core|exporter))/
+      const heavy = modules.filter((m) => heavyModule.test(m) || m.endsWith('/src/routes.js'))
       assert.deepEqual(heavy, [], `${name} migrate`)
     }
   } finally {

@@ -19,10 +19,15 @@ const openssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'p
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pg-tls-'))
   // Two CAs; the server's certificate, for the name localhost, signed by the first.
-  for (const ca of ['ca', 'other-ca']) openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=suite test ${ca}`, '-keyout', `${ca}.key`, '-out', `${ca}.crt`)
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'server.key', '-out', 'server.csr')
+  for (const ca of ['ca', 'other-ca']) {
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=suite test ${ca}`,
+      '-keyout', `${ca}.key`, '-out', `${ca}.crt`)
+  }
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost',
+    '-keyout', 'server.key', '-out', 'server.csr')
   await writeFile(join(dir, 'server.ext'), 'subjectAltName=DNS:localhost\n')
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'server.ext', '-out', 'server.crt')
+  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial',
+    '-days', '2', '-extfile', 'server.ext', '-out', 'server.crt')
   // PostgreSQL wants its key readable by itself only (it runs as the postgres user under root).
   await chmod(join(dir, 'server.key'), 0o600)
   if (process.getuid?.() === 0) {
@@ -31,7 +36,9 @@ before(async () => {
     await chown(dir, uid, gid)
     for (const f of ['server.key', 'server.crt']) await chown(join(dir, f), uid, gid)
   }
-  server = await startPostgres({ settings: { ssl: 'on', ssl_cert_file: join(dir, 'server.crt'), ssl_key_file: join(dir, 'server.key') } })
+  server = await startPostgres({
+    settings: { ssl: 'on', ssl_cert_file: join(dir, 'server.crt'), ssl_key_file: join(dir, 'server.key') }
+  })
 })
 
 after(async () => {
@@ -64,7 +71,10 @@ test('verify-full against the private CA connects; the CA file is what the chart
 test('verify-full refuses another CA, and a host name the certificate does not carry, in one line', async () => {
   const other = await migrate('localhost', 'other-ca.crt')
   assert.equal(other.code, 1, other.out)
-  assert.match(other.out, /^fixture migrate: cannot connect to PostgreSQL: .*(self[- ]signed|unable to verify|certificate)/m)
+  assert.match(
+    other.out,
+    /^fixture migrate: cannot connect to PostgreSQL: .*(self[- ]signed|unable to verify|certificate)/m
+  )
   assert.doesNotMatch(other.out, /^\s+at /m)
   const wrongName = await migrate('127.0.0.1', 'ca.crt')
   assert.equal(wrongName.code, 1, wrongName.out)

@@ -33,7 +33,10 @@ function getFresh (url) {
 }
 
 test('a bad or missing setting stops the process with one line naming it', () => {
-  const run = (env) => spawnSync(process.execPath, [entry], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' })
+  const run = (env) => spawnSync(process.execPath, [entry], {
+    env: { PATH: process.env.PATH, ...env },
+    encoding: 'utf8'
+  })
   const missing = run({})
   assert.equal(missing.status, 1)
   assert.equal(missing.stderr.trim(), 'fixture serve: config: DATABASE_URL is required but not set')
@@ -44,19 +47,32 @@ test('a bad or missing setting stops the process with one line naming it', () =>
   assert.match(badUrl.stderr.trim(), /^fixture serve: config: DATABASE_URL must match pattern/)
   const timeouts = run({ DATABASE_URL: adminUrl, HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '1000' })
   assert.equal(timeouts.status, 1)
-  assert.equal(timeouts.stderr.trim(), 'fixture serve: config: HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS (got 5000 > 1000)')
+  assert.equal(
+    timeouts.stderr.trim(),
+    'fixture serve: config: HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS (got 5000 > 1000)'
+  )
 })
 
-test('a wrong command line is one line, then the usage, and exit 2: unknown command, unknown option, missing value', () => {
-  const run = (...args) => spawnSync(process.execPath, [entry, ...args], { env: { PATH: process.env.PATH, DATABASE_URL: adminUrl }, encoding: 'utf8' })
+test('a wrong command line is one line, then the usage, and exit 2: ' +
+  'unknown command, unknown option, missing value', () => {
+  const run = (...args) => spawnSync(process.execPath, [entry, ...args], {
+    env: { PATH: process.env.PATH, DATABASE_URL: adminUrl },
+    encoding: 'utf8'
+  })
   const unknown = run('fly')
   assert.equal(unknown.status, 2)
   assert.match(unknown.stderr, /^fixture: unknown command "fly"\n\nusage: node \S+ \[command\] \[options\]/)
   assert.match(unknown.stderr, /migrate +apply the SQL migrations/)
   const option = run('migrate', '--fast')
   assert.equal(option.status, 2)
-  assert.match(option.stderr, /^fixture migrate: Unknown option '--fast'[^\n]*\n\nusage: node \S+ migrate \[options\]\n/)
-  assert.match(option.stderr, /--wait SECONDS +while PostgreSQL is unreachable, retry this long; also the longest wait for each lock \(at least 5\) \(default: 0\)/)
+  assert.match(
+    option.stderr,
+    /^fixture migrate: Unknown option '--fast'[^\n]*\n\nusage: node \S+ migrate \[options\]\n/
+  )
+  assert.match(option.stderr, new RegExp(
+    '--wait SECONDS +while PostgreSQL is unreachable, retry this long; ' +
+    'also the longest wait for each lock \\(at least 5\\) \\(default: 0\\)'
+  ))
   const missing = run('migrate', '--wait')
   assert.equal(missing.status, 2)
   assert.match(missing.stderr, /^fixture migrate: Option '--wait <value>' argument missing\n/)
@@ -69,7 +85,11 @@ test('the settings are validated once, in the main thread; the workers get them 
   const svc = await start({ WORKERS: '2', FIXTURE_TRACE_CONFIG: '1' })
   try {
     await allWorkers(svc, 2)
-    assert.deepEqual(svc.logs().match(/config validated in [a-z ]+/g), ['config validated in the main thread'], svc.logs())
+    assert.deepEqual(
+      svc.logs().match(/config validated in [a-z ]+/g),
+      ['config validated in the main thread'],
+      svc.logs()
+    )
   } finally {
     await svc.stop()
   }
@@ -85,7 +105,11 @@ test('two workers serve one port and one scrape shows the sum of both', async ()
     }
     for (let i = 0; i < 10; i++) {
       const text = (await getFresh(`${svc.url}/metrics`)).body
-      assert.equal(metric(text, 'http_request_duration_seconds_count', { route: '/slow' }), n, 'every scrape sees all requests')
+      assert.equal(
+        metric(text, 'http_request_duration_seconds_count', { route: '/slow' }),
+        n,
+        'every scrape sees all requests'
+      )
       assert.equal(metric(text, 'service_workers'), 2)
       const perWorker = [0, 1].map((w) => metric(text, 'http_requests_by_worker_total', { worker: w }))
       assert.ok(perWorker.every((c) => c > 0), `both workers served: ${perWorker}`)
@@ -102,7 +126,8 @@ test('two workers serve one port and one scrape shows the sum of both', async ()
 })
 
 test('each worker opens PG_POOL_MIN connections before it listens and keeps them open', async () => {
-  const connections = async (svc) => metric((await get(svc.url, '/metrics')).body, 'pg_pool_connections', { state: 'idle' })
+  const connections = async (svc) =>
+    metric((await get(svc.url, '/metrics')).body, 'pg_pool_connections', { state: 'idle' })
   const fixed = await start({ WORKERS: '2', PG_POOL_MAX: '3' }) // PG_POOL_MIN unset: a fixed-size pool
   try {
     await allWorkers(fixed, 2)
@@ -131,7 +156,10 @@ test('one worker runs on the main thread: no thread of its own, one scrape with 
     assert.equal(metric(text, 'service_workers'), 1)
     // The one heap, read twice in one scrape (the worker's registry, then the process's): V8 may take
     // a page or a few (256 KB each) between the two reads, so equal within 1 MB.
-    const heaps = [metric(text, 'worker_heap_bytes', { worker: 0, kind: 'total' }), metric(text, 'nodejs_heap_size_total_bytes')]
+    const heaps = [
+      metric(text, 'worker_heap_bytes', { worker: 0, kind: 'total' }),
+      metric(text, 'nodejs_heap_size_total_bytes')
+    ]
     assert.ok(heaps[0] > 0 && Math.abs(heaps[0] - heaps[1]) <= 2 ** 20, `the one heap: ${heaps.join(' vs ')} bytes`)
     assert.match(svc.logs(), /with one worker, on the main thread/)
   } finally {
@@ -139,13 +167,15 @@ test('one worker runs on the main thread: no thread of its own, one scrape with 
   }
 })
 
-test('one worker: an error nothing catches shuts the process down gracefully, exit 1 (Kubernetes restarts it)', async () => {
+test('one worker: an error nothing catches shuts the process down gracefully, ' +
+  'exit 1 (Kubernetes restarts it)', async () => {
   const svc = await start({ WORKERS: '1', LOG_LEVEL: 'info', SHUTDOWN_DELAY_MS: '100' })
   const inFlight = getFresh(`${svc.url}/slow?ms=300`)
   await sleep(50)
   await get(svc.url, '/crash')
   assert.equal((await inFlight).status, 200, 'the request in flight is answered')
-  assert.deepEqual(await svc.stop('SIGCONT'), { code: 1, signal: null }) // SIGCONT: no signal of ours, only the wait for the exit
+  // SIGCONT: no signal of ours, only the wait for the exit.
+  assert.deepEqual(await svc.stop('SIGCONT'), { code: 1, signal: null })
   assert.match(svc.logs(), /deliberate crash/)
 })
 
@@ -199,7 +229,9 @@ test('SIGTERM: a request longer than SHUTDOWN_GRACE_MS is cut and the exit says 
 })
 
 test('a worker whose start-up held its event loop answers its first requests instead of shedding them', async () => {
-  const svc = await start({ WORKERS: '1', FIXTURE_BUSY_START_MS: '2500', MAX_EVENT_LOOP_DELAY_MS: '1000', MAX_EVENT_LOOP_UTILIZATION: '0.98' })
+  const svc = await start({
+    WORKERS: '1', FIXTURE_BUSY_START_MS: '2500', MAX_EVENT_LOOP_DELAY_MS: '1000', MAX_EVENT_LOOP_UTILIZATION: '0.98'
+  })
   try {
     const statuses = []
     for (let i = 0; i < 10; i++) statuses.push((await get(svc.url, '/slow')).status)
@@ -220,7 +252,11 @@ test('overload: the event loop lags, service routes answer 503 with Retry-After,
       statuses.push(res.status)
       if (res.status === 503) {
         retryAfter = res.headers.get('retry-after')
-        assert.deepEqual(res.body, { statusCode: 503, error: 'Service Unavailable', message: 'service overloaded, retry shortly' })
+        assert.deepEqual(res.body, {
+          statusCode: 503,
+          error: 'Service Unavailable',
+          message: 'service overloaded, retry shortly'
+        })
         assert.equal((await get(svc.url, '/healthz')).status, 200)
       }
     }
@@ -238,7 +274,10 @@ test('overload: the event loop lags, service routes answer 503 with Retry-After,
 })
 
 test('SIGTERM while the workers are still starting: a clean exit 0, not a kill', async () => {
-  const child = spawn(process.execPath, [entry], { env: { ...process.env, DATABASE_URL: adminUrl, WORKERS: '2', PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [entry], {
+    env: { ...process.env, DATABASE_URL: adminUrl, WORKERS: '2', PORT: '0', LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   // The first log line comes from a worker while it starts; stop the process right then.
@@ -251,7 +290,11 @@ test('SIGTERM while the workers are still starting: a clean exit 0, not a kill',
 test('a second process on a port in use fails loudly instead of sharing it', async () => {
   const first = await start({ WORKERS: '2' })
   try {
-    const second = spawnSync(process.execPath, [entry], { env: { ...process.env, DATABASE_URL: adminUrl, HOST: '127.0.0.1', PORT: String(first.port), LOG_LEVEL: 'info' }, encoding: 'utf8', timeout: 15000 })
+    const second = spawnSync(process.execPath, [entry], {
+      env: { ...process.env, DATABASE_URL: adminUrl, HOST: '127.0.0.1', PORT: String(first.port), LOG_LEVEL: 'info' },
+      encoding: 'utf8',
+      timeout: 15000
+    })
     assert.equal(second.status, 1)
     assert.match(second.stdout, /the port is in use/)
   } finally {

@@ -5,7 +5,10 @@ import { existsSync, readdirSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { delimiter, join } from 'node:path'
 
-/** The tools folder, outside any clone so that every clone and CI run reuses it: $SUITE_TOOLS or ~/.cache/suite-tools. */
+/**
+ * The tools folder, outside any clone so that every clone and CI run reuses it: $SUITE_TOOLS or
+ * ~/.cache/suite-tools.
+ */
 export const toolsDir = () => process.env.SUITE_TOOLS || join(homedir(), '.cache', 'suite-tools')
 
 /** Where scripts/tools.sh puts the Go tools. */
@@ -25,9 +28,13 @@ export const PACKAGES = {
 // Debian keeps PostgreSQL's server programs under /usr/lib/postgresql/<major>/bin and nginx in
 // /usr/sbin, which a user's PATH may lack.
 function searchPath () {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/usr/local/go/bin', goBinDir()]
+  const dirs = [
+    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/usr/local/go/bin', goBinDir()
+  ]
   if (existsSync('/usr/lib/postgresql')) {
-    for (const v of readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))) dirs.push(`/usr/lib/postgresql/${v}/bin`)
+    for (const v of readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))) {
+      dirs.push(`/usr/lib/postgresql/${v}/bin`)
+    }
   }
   return dirs
 }
@@ -46,5 +53,6 @@ export function findBinary (name) {
   const found = whichBinary(name)
   if (found) return found
   const from = PACKAGES[name] ? `the ${PACKAGES[name]} package` : 'the pinned Go tools (scripts/tools.sh)'
-  throw new Error(`${name} not found: it comes from ${from}; \`node scripts/provision.js\` installs it (npm test does that by itself)`)
+  throw new Error(`${name} not found: it comes from ${from}; ` +
+    '`node scripts/provision.js` installs it (npm test does that by itself)')
 }

@@ -8,11 +8,25 @@
 //   node services/menu/src/cli.js seed --menus N [--seed S] [--streams K]
 import { prng, createOutput } from '@suite/kit/etl'
 
-export const DISH_TYPES = ['Appetizers', 'Soups', 'Salads', 'Entrees', 'Sides', 'Desserts', 'Drinks', 'Brunch', 'Specials', 'Kids', 'Late Night']
-export const SUB_TYPES = ['Vegan', 'Vegetarian', 'Gluten Free', 'Seafood', 'Poultry', 'Beef', 'Pork', 'Spicy', 'Classic', 'Seasonal', 'Chef\'s Choice']
-const ADJECTIVES = ['Smoked', 'Grilled', 'Crispy', 'Roasted', 'Braised', 'Fresh', 'Spicy', 'Glazed', 'Seared', 'Stuffed', 'Pickled', 'Charred']
-const NOUNS = ['Tofu', 'Salmon', 'Chicken', 'Short Rib', 'Pork Belly', 'Mushrooms', 'Cauliflower', 'Shrimp', 'Duck', 'Eggplant', 'Lamb', 'Squash']
-const INGREDIENTS = ['garlic', 'basil', 'lemon', 'chili', 'ginger', 'scallion', 'miso', 'butter', 'thyme', 'sesame', 'honey', 'cilantro', 'lime', 'parmesan']
+export const DISH_TYPES = [
+  'Appetizers', 'Soups', 'Salads', 'Entrees', 'Sides', 'Desserts', 'Drinks', 'Brunch', 'Specials', 'Kids', 'Late Night'
+]
+export const SUB_TYPES = [
+  'Vegan', 'Vegetarian', 'Gluten Free', 'Seafood', 'Poultry', 'Beef', 'Pork', 'Spicy', 'Classic', 'Seasonal',
+  'Chef\'s Choice'
+]
+const ADJECTIVES = [
+  'Smoked', 'Grilled', 'Crispy', 'Roasted', 'Braised', 'Fresh', 'Spicy', 'Glazed', 'Seared', 'Stuffed', 'Pickled',
+  'Charred'
+]
+const NOUNS = [
+  'Tofu', 'Salmon', 'Chicken', 'Short Rib', 'Pork Belly', 'Mushrooms', 'Cauliflower', 'Shrimp', 'Duck', 'Eggplant',
+  'Lamb', 'Squash'
+]
+const INGREDIENTS = [
+  'garlic', 'basil', 'lemon', 'chili', 'ginger', 'scallion', 'miso', 'butter', 'thyme', 'sesame', 'honey', 'cilantro',
+  'lime', 'parmesan'
+]
 const POOL_PER_PAIR = 24 // distinct dishes per (dishType, subType): 2,904 in the pool
 export const PART = 100_000 // menus per part (tests use smaller parts to have several)
 const FILE = 'menus.csv'
@@ -66,8 +80,14 @@ export async function generate ({ out, menus, seed = 1, partSize = PART }) {
         output.row(FILE, `${id},"[${menu.join(',')}]",`)
       }
       // Rows the loader must reject, at fixed places so that small sets have them too.
-      if (id === 7) { output.row(FILE, '7000000000,,https://menus.example/r/out-of-range'); output.expect(FILE, 'invalid_id') }
-      if (id === 8) { output.row(FILE, `${menus + 1},"[{""dishType"":""Soups""",`); output.expect(FILE, 'invalid_dishes') }
+      if (id === 7) {
+        output.row(FILE, '7000000000,,https://menus.example/r/out-of-range')
+        output.expect(FILE, 'invalid_id')
+      }
+      if (id === 8) {
+        output.row(FILE, `${menus + 1},"[{""dishType"":""Soups""",`)
+        output.expect(FILE, 'invalid_dishes')
+      }
       if (id === 9) { output.row(FILE, '9,,https://menus.example/r/9-again'); output.expect(FILE, 'duplicate_id') }
       if (id % 2048 === 0) await output.flush()
     }

@@ -10,7 +10,9 @@ const key = (id) => `${CACHE_PREFIX}menu:${id}`
 async function eitherDishesOrLink (request) {
   const body = request.body
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return
-  if (Object.hasOwn(body, 'dishes') && Object.hasOwn(body, 'link')) throw httpError(400, 'body/link must not be given with dishes')
+  if (Object.hasOwn(body, 'dishes') && Object.hasOwn(body, 'link')) {
+    throw httpError(400, 'body/link must not be given with dishes')
+  }
   if (Object.keys(body).length === 0) throw httpError(400, 'body must have either dishes or link')
 }
 
@@ -33,7 +35,9 @@ export default async function routes (app) {
   // The original client's path.
   app.get('/menu/:id', { schema: schemas.getMenu }, getMenu)
 
-  app.put('/restaurants/:id/menu', { schema: schemas.putMenu, preValidation: eitherDishesOrLink }, async (request, reply) => {
+  app.put('/restaurants/:id/menu', {
+    schema: schemas.putMenu, preValidation: eitherDishesOrLink
+  }, async (request, reply) => {
     const { id } = request.params
     const { dishes, link } = request.body
     const { ifMatch, ifNoneMatch } = preconditions(request.headers)
@@ -43,7 +47,8 @@ export default async function routes (app) {
       ? prepared(pg, sql.putMenu, [...values, noneMatch])
       : prepared(pg, sql.replaceMenu, [...values, ifMatch === '*' ? null : ifMatch, noneMatch]))
     if (row.json === null) {
-      throw httpError(412, `If-Match / If-None-Match do not hold for the menu of restaurant ${id} (${row.current === null ? 'it has none' : `ETag "${row.current}"`})`)
+      const current = row.current === null ? 'it has none' : `ETag "${row.current}"`
+      throw httpError(412, `If-Match / If-None-Match do not hold for the menu of restaurant ${id} (${current})`)
     }
     // Committed: invalidate before answering, so no reader anywhere gets the old menu afterwards.
     await app.cache.invalidate(key(row.json.id), row.json.version)

@@ -1,7 +1,9 @@
 // JSON schemas of the menu routes: request validation, OpenAPI, and the response shapes tests check.
 // Exported: one schema per route, named by its operation (getMenu, postFlows…: every service's
 // schemas.js alike); components stay private.
-import { errorResponses, errorResponse, notModifiedResponse, text, httpUrl, id, ifMatchHeader, ifNoneMatchHeader } from '@suite/kit'
+import {
+  errorResponses, errorResponse, notModifiedResponse, text, httpUrl, id, ifMatchHeader, ifNoneMatchHeader
+} from '@suite/kit'
 
 const params = { type: 'object', required: ['id'], properties: { id: id('restaurant id') } }
 
@@ -46,7 +48,8 @@ export const getMenu = {
 export const putMenu = {
   summary: 'Replace a restaurant\'s menu (201 when it had none)',
   description: 'If-Match: replace only the menu whose ETag is listed (`*`: only an existing menu), never create one; ' +
-    'If-None-Match: `*` creates only, a list refuses those versions. A precondition that does not hold is a 412 and changes nothing.',
+    'If-None-Match: `*` creates only, a list refuses those versions. A precondition that does not hold is a 412 ' +
+    'and changes nothing.',
   tags: ['menus'],
   params,
   headers: { type: 'object', properties: { 'if-match': ifMatchHeader, 'if-none-match': ifNoneMatchHeader } },

@@ -39,7 +39,9 @@ test('unknown id is a 404 JSON, twice (cached), and the process survives', async
 })
 
 test('bad ids are a 400 naming the field', async () => {
-  for (const id of ['abc', '0', '-1', '1.5', '2147483648', '99999999999999999999', '0x1', '1e0', '%2B1', '01', '%201']) {
+  for (const id of [
+    'abc', '0', '-1', '1.5', '2147483648', '99999999999999999999', '0x1', '1e0', '%2B1', '01', '%201'
+  ]) {
     for (const path of [`/restaurants/${id}/menu`, `/menu/${id}`]) {
       const res = conforms(schemas.getMenu, await get(service.url, path))
       assert.equal(res.status, 400, path)
@@ -86,7 +88,8 @@ test('PUT replaces a menu (dishes ↔ link), 201 creates one, GETs follow at onc
   const before = await get(service.url, '/menu/2')
   assert.equal(before.headers.get('etag'), '"1"')
   assert.equal((await fetch(`${service.url}/menu/2`, { headers: { 'if-none-match': '"1"' } })).status, 304)
-  const link = conforms(schemas.putMenu, await put(service.url, '/restaurants/2/menu', { link: 'https://new.example/menu' }))
+  const link = conforms(schemas.putMenu,
+    await put(service.url, '/restaurants/2/menu', { link: 'https://new.example/menu' }))
   assert.equal(link.status, 200)
   assert.equal(link.headers.get('etag'), '"2"')
   const changed = await fetch(`${service.url}/menu/2`, { headers: { 'if-none-match': '"1"' } })
@@ -108,7 +111,8 @@ test('PUT replaces a menu (dishes ↔ link), 201 creates one, GETs follow at onc
 })
 
 test('PUT honours If-Match and If-None-Match (RFC 9110): 412 and nothing changed when they do not hold', async () => {
-  const put = (id, body, headers) => send(service.url, 'PUT', `/restaurants/${id}/menu`, body, headers).then((r) => conforms(schemas.putMenu, r))
+  const put = (id, body, headers) => send(service.url, 'PUT', `/restaurants/${id}/menu`, body, headers)
+    .then((r) => conforms(schemas.putMenu, r))
   const link = (n) => ({ link: `https://menus.example/v${n}` })
   const v1 = (await get(service.url, '/menu/4')).headers.get('etag')
   assert.equal(v1, '"1"')
@@ -123,7 +127,9 @@ test('PUT honours If-Match and If-None-Match (RFC 9110): 412 and nothing changed
   assert.equal(ok.headers.get('etag'), '"2"')
   assert.equal((await put(4, link(3), { 'if-match': '*' })).headers.get('etag'), '"3"')
   // If-None-Match: * creates only; the current ETag (weakly) refuses.
-  for (const current of ['*', 'W/"3"']) assert.equal((await put(4, link(0), { 'if-none-match': current })).status, 412, current)
+  for (const current of ['*', 'W/"3"']) {
+    assert.equal((await put(4, link(0), { 'if-none-match': current })).status, 412, current)
+  }
   assert.equal((await get(service.url, '/menu/4')).body.link, 'https://menus.example/v3')
   // No menu yet: If-Match (any form) never creates one; If-None-Match: * does, once.
   for (const any of ['*', '"1"']) {

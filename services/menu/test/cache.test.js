@@ -5,12 +5,21 @@ import assert from 'node:assert/strict'
 import { redisUrl } from '@suite/kit/testing/env'
 import { menuDatabase, startMenu, get, put } from './fixtures.js'
 
-const dish = (i) => ({ dishType: 'Specials', subType: 'Seasonal', dish: `Dish of round ${i}`, price: i, ingredients: 'x' })
+const dish = (i) => ({
+  dishType: 'Specials', subType: 'Seasonal', dish: `Dish of round ${i}`, price: i, ingredients: 'x'
+})
 
 async function neverStale (writer, reader) {
   const ids = [1, 2, 3, 4]
   // Warm every cache first, so that a stale entry would show.
-  for (let k = 0; k < 3; k++) for (const id of ids) for (const s of new Set([writer, reader])) { await get(s.url, `/menu/${id}`); await get(s.url, `/restaurants/${id}/menu`) }
+  for (let k = 0; k < 3; k++) {
+    for (const id of ids) {
+      for (const s of new Set([writer, reader])) {
+        await get(s.url, `/menu/${id}`)
+        await get(s.url, `/restaurants/${id}/menu`)
+      }
+    }
+  }
   for (let i = 1; i <= 40; i++) {
     const id = ids[i % ids.length]
     // Alternate dish and link menus.

@@ -26,7 +26,9 @@ test('generate + load: counts, a third links, 10–19 dishes over 11 × 11 types
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    const summary = await load({ db: pgTarget(client), dir: work, rejectsFile: join(work, 'rejects.csv'), progress: false })
+    const summary = await load({
+      db: pgTarget(client), dir: work, rejectsFile: join(work, 'rejects.csv'), progress: false
+    })
     const want = manifest.files['menus.csv']
     assert.equal(summary.files[0].read, want.rows)
     assert.equal(summary.files[0].loaded, MENUS)
@@ -34,9 +36,12 @@ test('generate + load: counts, a third links, 10–19 dishes over 11 × 11 types
     const { rows: [s] } = await client.query(`SELECT count(*)::int AS menus, count(link)::int AS links,
         min(jsonb_array_length(dishes))::int AS min, max(jsonb_array_length(dishes))::int AS max,
         sum(jsonb_array_length(dishes))::int AS dishes, min(id) AS first, max(id) AS last FROM menus`)
-    assert.deepEqual(s, { menus: MENUS, links: manifest.links, min: 10, max: 19, dishes: manifest.dishes, first: 1, last: MENUS })
+    assert.deepEqual(s,
+      { menus: MENUS, links: manifest.links, min: 10, max: 19, dishes: manifest.dishes, first: 1, last: MENUS })
     assert.ok(Math.abs(s.links / MENUS - 1 / 3) < 0.03, `links ${s.links}`)
-    const { rows: types } = await client.query(`SELECT DISTINCT d->>'dishType' AS t, d->>'subType' AS s FROM menus, jsonb_array_elements(dishes) d`)
+    const { rows: types } = await client.query(
+      `SELECT DISTINCT d->>'dishType' AS t, d->>'subType' AS s FROM menus, jsonb_array_elements(dishes) d`
+    )
     assert.deepEqual(new Set(types.map((r) => r.t)), new Set(DISH_TYPES))
     assert.deepEqual(new Set(types.map((r) => r.s)), new Set(SUB_TYPES))
     assert.equal(types.length, 121)
@@ -59,7 +64,8 @@ test('generate + load: counts, a third links, 10–19 dishes over 11 × 11 types
 
 // What a database holds, as one hash: every menu, in id order.
 const contents = async (client) => (await client.query(`SELECT count(*)::int AS menus, md5(string_agg(
-  id || '|' || coalesce(dishes::text, '-') || '|' || coalesce(link, '-'), ',' ORDER BY id)) AS hash FROM menus`)).rows[0]
+  id || '|' || coalesce(dishes::text, '-') || '|' || coalesce(link, '-'), ',' ORDER BY id)) AS hash ` +
+  'FROM menus')).rows[0]
 
 test('seed writes the menus generate + load do, whatever the number of streams, and keeps lz4', async () => {
   const partSize = 700 // five parts, so that the streams share them
@@ -80,8 +86,12 @@ test('seed writes the menus generate + load do, whatever the number of streams, 
       await c.connect()
       return { ...pgTarget(c), end: () => c.end() }
     }
-    const s1 = await seed({ connect: connect(oneStream), menus: MENUS, seed: 1, streams: 1, partSize, progress: false })
-    const s3 = await seed({ connect: connect(threeStreams), menus: MENUS, seed: 1, streams: 3, partSize, progress: false })
+    const s1 = await seed({
+      connect: connect(oneStream), menus: MENUS, seed: 1, streams: 1, partSize, progress: false
+    })
+    const s3 = await seed({
+      connect: connect(threeStreams), menus: MENUS, seed: 1, streams: 3, partSize, progress: false
+    })
     assert.equal(s1.rows, MENUS)
     assert.equal(s3.rows, MENUS)
     const want = await contents(viaFile)
@@ -89,7 +99,9 @@ test('seed writes the menus generate + load do, whatever the number of streams, 
     assert.deepEqual(await contents(oneStream), want)
     assert.deepEqual(await contents(threeStreams), want)
     for (const client of [viaFile, threeStreams]) {
-      const { rows: [c] } = await client.query("SELECT attcompression FROM pg_attribute WHERE attrelid = 'menus'::regclass AND attname = 'dishes'")
+      const { rows: [c] } = await client.query(
+        "SELECT attcompression FROM pg_attribute WHERE attrelid = 'menus'::regclass AND attname = 'dishes'"
+      )
       assert.equal(c.attcompression, 'l', 'the swapped-in table keeps the migration\'s lz4')
     }
   } finally {
@@ -99,7 +111,9 @@ test('seed writes the menus generate + load do, whatever the number of streams, 
 
 test('the seed command: migrates, fills, answers; a wrong option is one line and exit 2', async () => {
   const url = await createDatabase('menuseedcli')
-  const run = (...args) => spawnSync(process.execPath, [entry, 'seed', ...args], { env: { ...process.env, ...databaseEnv(url), LOG_LEVEL: 'info' }, encoding: 'utf8' })
+  const run = (...args) => spawnSync(process.execPath, [entry, 'seed', ...args], {
+    env: { ...process.env, ...databaseEnv(url), LOG_LEVEL: 'info' }, encoding: 'utf8'
+  })
   const done = run('--menus', '2500', '--streams', '2')
   assert.equal(done.status, 0, done.stderr + done.stdout)
   assert.match(done.stderr, /^menus: 2,500 rows in [\d.]+ s \(copy [\d.]+ s, indexes [\d.]+ s, swap [\d.]+ s\)$/m)

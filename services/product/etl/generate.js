@@ -6,13 +6,28 @@
 // reason (and repair by kind), so a test can hold the loader to it.
 import { IdSet, prng, createOutput } from '@suite/kit/etl'
 
-const ADJECTIVES = ['Camo', 'Bright', 'Classic', 'Slim', 'Heritage', 'Morning', 'Urban', 'Alpine', 'Coastal', 'Vintage', 'Sleek', 'Rugged']
-const NOUNS = ['Onesie', 'Jacket', 'Sneakers', 'Joggers', 'Hat', 'Sunglasses', 'Backpack', 'Scarf', 'Boots', 'Hoodie', 'Shorts', 'Blazer']
-const CATEGORIES = ['Jackets', 'Accessories', 'Pants', 'Kicks', 'Dress Shoes', 'Shirts', 'Heels', 'Suit', 'Basketball Shoes', 'Cap']
-const COLORS = ['Forest Green', 'Black', 'Desert Brown', 'Tan', 'Ocean Blue', 'White', 'Red', 'Maroon', 'Goldenrod', 'Cream']
-const FEATURES = ['Fabric', 'Buttons', 'Lenses', 'UV Protection', 'Sole', 'Material', 'Stitching', 'Frame', 'Mid-Sole', 'Cut']
-const VALUES = ['Canvas', 'Brass', 'Ultrasheen', 'Rubber', 'FullControlSkin', '100% Cotton', 'Double Stitch', 'Blend', 'Skinny']
-const SIZES = ['XS', 'S', 'M', 'L', 'XL', 'XXL', '7', '7.5', '8', '8.5', '9', '9.5', '10', '10.5', '11', '12', 'One Size']
+const ADJECTIVES = [
+  'Camo', 'Bright', 'Classic', 'Slim', 'Heritage', 'Morning', 'Urban', 'Alpine', 'Coastal', 'Vintage', 'Sleek', 'Rugged'
+]
+const NOUNS = [
+  'Onesie', 'Jacket', 'Sneakers', 'Joggers', 'Hat', 'Sunglasses', 'Backpack', 'Scarf', 'Boots', 'Hoodie', 'Shorts',
+  'Blazer'
+]
+const CATEGORIES = [
+  'Jackets', 'Accessories', 'Pants', 'Kicks', 'Dress Shoes', 'Shirts', 'Heels', 'Suit', 'Basketball Shoes', 'Cap'
+]
+const COLORS = [
+  'Forest Green', 'Black', 'Desert Brown', 'Tan', 'Ocean Blue', 'White', 'Red', 'Maroon', 'Goldenrod', 'Cream'
+]
+const FEATURES = [
+  'Fabric', 'Buttons', 'Lenses', 'UV Protection', 'Sole', 'Material', 'Stitching', 'Frame', 'Mid-Sole', 'Cut'
+]
+const VALUES = [
+  'Canvas', 'Brass', 'Ultrasheen', 'Rubber', 'FullControlSkin', '100% Cotton', 'Double Stitch', 'Blend', 'Skinny'
+]
+const SIZES = [
+  'XS', 'S', 'M', 'L', 'XL', 'XXL', '7', '7.5', '8', '8.5', '9', '9.5', '10', '10.5', '11', '12', 'One Size'
+]
 
 // Rows per parent, as weights of 0, 1, 2, …, tuned to the real set's ratios.
 const STYLES_PER_PRODUCT = [0.02, 0.30, 0.42, 0.22, 0.04]
@@ -44,7 +59,9 @@ export async function generate ({ out, products, seed = 1 }) {
   const { row, expect, flush } = output
   const quote = (s) => `"${s.replaceAll('"', '""')}"`
   const price = (n) => (chance(0.5) ? String(n) : `${n}.00`)
-  const url = (w) => `https://images.unsplash.com/photo-${1500000000000 + int(99999999999)}-${int(0xffffffff).toString(16).padStart(8, '0')}${int(0xffff).toString(16)}?ixlib=rb-1.2.1&ixid=eyJhcHBfaWQiOjEyMDd9&auto=format&fit=crop&w=${w}&q=80`
+  const url = (w) => `https://images.unsplash.com/photo-${1500000000000 + int(99999999999)}-` +
+    `${int(0xffffffff).toString(16).padStart(8, '0')}${int(0xffff).toString(16)}` +
+    `?ixlib=rb-1.2.1&ixid=eyJhcHBfaWQiOjEyMDd9&auto=format&fit=crop&w=${w}&q=80`
 
   // Products first, remembering which ids exist (ids have gaps) so references can be judged.
   const exists = new IdSet()
@@ -61,23 +78,35 @@ export async function generate ({ out, products, seed = 1 }) {
     const name = `${pick(ADJECTIVES)} ${pick(NOUNS)}`
     const slogan = chance(0.05) ? quote(`Don't just "wear" it, live it, every day`) : 'Blend in to your crowd'
     const description = chance(0.05)
-      ? quote(`The So Fatigues will wake you up and fit you in.\nThis "high energy" piece, with a twist, is ${pick(COLORS).toLowerCase()}`)
+      ? quote('The So Fatigues will wake you up and fit you in.\n' +
+        `This "high energy" piece, with a twist, is ${pick(COLORS).toLowerCase()}`)
       : `So fatigues will wake you up and fit you in the crowd ${i}`
     const id = productId
     row('product.csv', `${id},${name},${slogan},${description},${pick(CATEGORIES)},${price(10 + int(990))}`)
     exists.add(id)
     productIds.push(id)
-    if (chance(1 / 20000) || i === 11) { row('product.csv', `${id},${name} again,x,y,z,1`); expect('product.csv', 'duplicate_id') }
-    if (chance(1 / 20000) || i === 12) { row('product.csv', `x${id},${name},x,y,z,1`); expect('product.csv', 'invalid_id') }
+    if (chance(1 / 20000) || i === 11) {
+      row('product.csv', `${id},${name} again,x,y,z,1`)
+      expect('product.csv', 'duplicate_id')
+    }
+    if (chance(1 / 20000) || i === 12) {
+      row('product.csv', `x${id},${name},x,y,z,1`)
+      expect('product.csv', 'invalid_id')
+    }
     // A row cut short; its id is used by nothing else, so it becomes a gap.
-    if (chance(1 / 20000) || i === 13) { productId++; row('product.csv', `${productId},${name},cut short`); expect('product.csv', 'column_count') }
+    if (chance(1 / 20000) || i === 13) {
+      productId++
+      row('product.csv', `${productId},${name},cut short`)
+      expect('product.csv', 'column_count')
+    }
 
     const styles = count(STYLES_PER_PRODUCT)
     for (let s = 0; s < styles; s++) {
       styleId++
       const original = 20 + int(980)
       const sale = chance(0.6) ? 'null' : price(Math.max(1, original - 10 - int(Math.min(original - 1, 100))))
-      row('styles.csv', `${styleId},${id},${pick(COLORS)} & ${pick(COLORS)},${sale},${price(original)},${s === 0 ? 1 : 0}`)
+      row('styles.csv',
+        `${styleId},${id},${pick(COLORS)} & ${pick(COLORS)},${sale},${price(original)},${s === 0 ? 1 : 0}`)
       const photos = count(PHOTOS_PER_STYLE)
       for (let p = 0; p < photos; p++) {
         photoId++
@@ -94,13 +123,33 @@ export async function generate ({ out, products, seed = 1 }) {
         skuId++
         row('skus.csv', `${skuId},${styleId},${pick(SIZES)},${int(60)}`)
       }
-      if (chance(1 / 50000) || (i === 15 && s === 0)) { skuId++; row('skus.csv', `${skuId},${styleId},M,-1`); expect('skus.csv', 'invalid_quantity') }
+      if (chance(1 / 50000) || (i === 15 && s === 0)) {
+        skuId++
+        row('skus.csv', `${skuId},${styleId},M,-1`)
+        expect('skus.csv', 'invalid_quantity')
+      }
     }
     // A style of a product that does not exist; its id is never used by photos or SKUs.
-    if (chance(1 / 10000) || i === 16) { styleId++; row('styles.csv', `${styleId},${id + 50_000_000},Lost,null,10,1`); expect('styles.csv', 'product_id_missing') }
-    if (chance(1 / 50000) || i === 17) { styleId++; row('styles.csv', `${styleId},${id},Odd,null,10,yes`); expect('styles.csv', 'invalid_default_style') }
-    if (chance(1 / 20000) || i === 18) { photoId++; row('photos.csv', `${photoId},${styleId + 50_000_000},${url(668)},${url(300)}`); expect('photos.csv', 'style_id_missing') }
-    if (chance(1 / 20000) || i === 19) { skuId++; row('skus.csv', `${skuId},${styleId + 50_000_000},S,3`); expect('skus.csv', 'style_id_missing') }
+    if (chance(1 / 10000) || i === 16) {
+      styleId++
+      row('styles.csv', `${styleId},${id + 50_000_000},Lost,null,10,1`)
+      expect('styles.csv', 'product_id_missing')
+    }
+    if (chance(1 / 50000) || i === 17) {
+      styleId++
+      row('styles.csv', `${styleId},${id},Odd,null,10,yes`)
+      expect('styles.csv', 'invalid_default_style')
+    }
+    if (chance(1 / 20000) || i === 18) {
+      photoId++
+      row('photos.csv', `${photoId},${styleId + 50_000_000},${url(668)},${url(300)}`)
+      expect('photos.csv', 'style_id_missing')
+    }
+    if (chance(1 / 20000) || i === 19) {
+      skuId++
+      row('skus.csv', `${skuId},${styleId + 50_000_000},S,3`)
+      expect('skus.csv', 'style_id_missing')
+    }
 
     const features = count(FEATURES_PER_PRODUCT)
     for (let f = 0; f < features; f++) {

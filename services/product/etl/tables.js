@@ -21,7 +21,9 @@ export const tables = [
   {
     file: 'styles.csv',
     table: 'styles',
-    columns: { id: 'id', product_id: 'id', name: 'text', sale_price: 'price?', original_price: 'price', default_style: 'bool' },
+    columns: {
+      id: 'id', product_id: 'id', name: 'text', sale_price: 'price?', original_price: 'price', default_style: 'bool'
+    },
     aliases: { product_id: ['productId', 'current_product_id'] },
     primaryKey: 'id',
     references: { product_id: 'products' }

@@ -31,7 +31,12 @@ export const listProducts = {
     properties: {
       page: { type: 'integer', minimum: 1, maximum: INT4_MAX, default: 1 },
       count: { type: 'integer', minimum: 1, maximum: 100, default: 5 },
-      after: { type: 'integer', minimum: 0, maximum: INT4_MAX, description: 'keyset cursor: products with id > after (page is then ignored)' }
+      after: {
+        type: 'integer',
+        minimum: 0,
+        maximum: INT4_MAX,
+        description: 'keyset cursor: products with id > after (page is then ignored)'
+      }
     }
   },
   response: { 200: { type: 'array', items: listItem }, ...errorResponses }
@@ -45,7 +50,10 @@ export const getProduct = {
     200: {
       type: 'object',
       additionalProperties: false,
-      required: ['id', 'campus', 'name', 'slogan', 'description', 'category', 'default_price', 'created_at', 'updated_at', 'features'],
+      required: [
+        'id', 'campus', 'name', 'slogan', 'description', 'category', 'default_price', 'created_at', 'updated_at',
+        'features'
+      ],
       properties: {
         ...listItem.properties,
         campus: { type: 'string' },

@@ -85,7 +85,12 @@ test('GET /products lists in id order with the Atelier defaults', async () => {
   assert.equal(res.status, 200)
   assert.deepEqual(res.body.map((p) => p.id), [1, 2, 3, 4, 5])
   assert.deepEqual(res.body[1], {
-    id: 2, name: 'Product 2', slogan: 'Slogan 2', description: 'Description of 2,\nwith a comma and a newline', category: 'Category 2', default_price: '12.00'
+    id: 2,
+    name: 'Product 2',
+    slogan: 'Slogan 2',
+    description: 'Description of 2,\nwith a comma and a newline',
+    category: 'Category 2',
+    default_price: '12.00'
   })
 })
 
@@ -96,7 +101,8 @@ test('every page equals ORDER BY id LIMIT count OFFSET (page-1)*count, across th
     pages.push([1 + Math.floor(Math.random() * Math.ceil(PRODUCT_COUNT / count + 1)), count])
   }
   for (const [page, count] of pages) {
-    const { rows } = await db.query('SELECT id FROM products ORDER BY id LIMIT $1 OFFSET $2', [count, (page - 1) * count])
+    const { rows } = await db.query('SELECT id FROM products ORDER BY id LIMIT $1 OFFSET $2',
+      [count, (page - 1) * count])
     const res = conforms(schemas.listProducts, await get(service.url, `/products?page=${page}&count=${count}`))
     assert.deepEqual(res.body.map((p) => p.id), rows.map((r) => r.id), `page=${page}&count=${count}`)
   }
@@ -120,7 +126,8 @@ test('an unknown product is a 404 JSON error on every route', async () => {
   for (const path of ['/products/7', '/products/7/styles', '/products/7/related', '/products/999999']) {
     const res = await get(service.url, path)
     assert.equal(res.status, 404, path)
-    assert.deepEqual(res.body, { statusCode: 404, error: 'Not Found', message: `product ${path.split('/')[2]} not found` })
+    assert.deepEqual(res.body,
+      { statusCode: 404, error: 'Not Found', message: `product ${path.split('/')[2]} not found` })
   }
 })
 
@@ -190,7 +197,11 @@ test('the second read of a route is a cache hit and does not query PostgreSQL', 
   // (Pages past the random ones an earlier test reads with count 3, ≤ 202: none is cached before.)
   for (const page of [301, 302, 301]) await get(service.url, `/products?page=${page}&count=3`)
   const paged = await scrape()
-  assert.equal(metric(paged, 'cache_requests_total', { keyspace: 'product:page', result: 'hit' }) - metric(now, 'cache_requests_total', { keyspace: 'product:page', result: 'hit' }), 1)
+  assert.equal(
+    metric(paged, 'cache_requests_total', { keyspace: 'product:page', result: 'hit' }) -
+    metric(now, 'cache_requests_total', { keyspace: 'product:page', result: 'hit' }),
+    1
+  )
   assert.doesNotMatch(paged, /keyspace="product:page:/)
 })
 
@@ -200,7 +211,11 @@ test('a stampede on one cold key makes one database load', async () => {
   const results = await Promise.all(Array.from({ length: 50 }, () => get(service.url, '/products/11/related')))
   assert.ok(results.every((r) => r.status === 200))
   const now = await scrape()
-  assert.equal(metric(now, 'cache_loads_total', { keyspace: 'product:related' }) - metric(before, 'cache_loads_total', { keyspace: 'product:related' }), 1)
+  assert.equal(
+    metric(now, 'cache_loads_total', { keyspace: 'product:related' }) -
+    metric(before, 'cache_loads_total', { keyspace: 'product:related' }),
+    1
+  )
 })
 
 test('every route answers bad requests with the one error body, a status its OpenAPI declares', async () => {
@@ -209,7 +224,9 @@ test('every route answers bad requests with the one error body, a status its Ope
 
 test('the OpenAPI document describes every route', async () => {
   const doc = (await get(service.url, '/docs/json')).body
-  for (const path of ['/products', '/products/{id}', '/products/{id}/styles', '/products/{id}/related', '/healthz', '/readyz', '/metrics']) {
+  for (const path of [
+    '/products', '/products/{id}', '/products/{id}/styles', '/products/{id}/related', '/healthz', '/readyz', '/metrics'
+  ]) {
     assert.ok(doc.paths[path]?.get, path)
   }
   assert.ok(doc.paths['/products/{id}/styles'].get.responses['200'])

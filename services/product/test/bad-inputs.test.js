@@ -51,7 +51,9 @@ async function state (url) {
   try {
     const tables = {}
     for (const t of TABLES) {
-      const { rows: [r] } = await client.query(`SELECT count(*)::int AS n, coalesce(sum(hashtext(t::text)), 0)::text AS hash FROM ${t} t`)
+      const { rows: [r] } = await client.query(
+        `SELECT count(*)::int AS n, coalesce(sum(hashtext(t::text)), 0)::text AS hash FROM ${t} t`
+      )
       tables[t] = r
     }
     const { rows } = await client.query("SELECT relname FROM pg_class WHERE relname LIKE '%\\_load'")
@@ -88,7 +90,8 @@ async function loads (dir, want, ...args) {
   return { rejects: await readFile(join(dir, 'rejects.csv'), 'utf8'), tables: after.tables, peakMb: r.peakMb }
 }
 
-const rows = (file) => manifest.files[file].rows - Object.values(manifest.files[file].rejects).reduce((a, b) => a + b, 0)
+const rows = (file) => manifest.files[file].rows -
+  Object.values(manifest.files[file].rejects).reduce((a, b) => a + b, 0)
 
 test('a missing file: refused before anything is read', async () => {
   const dir = await variant('missing', (d) => unlink(join(d, 'skus.csv')))
@@ -97,35 +100,42 @@ test('a missing file: refused before anything is read', async () => {
 })
 
 test('an empty file, a header only: refused, nothing swapped', async () => {
-  await refused(await variant('empty', (d) => writeFile(join(d, 'product.csv'), '')), /product\.csv: empty, not even a header/)
-  const header = await variant('header-only', (d) => writeFile(join(d, 'product.csv'), 'id,name,slogan,description,category,default_price\n'))
+  await refused(await variant('empty', (d) => writeFile(join(d, 'product.csv'), '')),
+    /product\.csv: empty, not even a header/)
+  const header = await variant('header-only',
+    (d) => writeFile(join(d, 'product.csv'), 'id,name,slogan,description,category,default_price\n'))
   await refused(header, /product\.csv: 0 rows loaded \(0 read\), fewer than --min-rows 1/)
   // --min-rows raises the bar: a file that loads fine is refused when it has fewer rows than that.
   await refused(good, /product\.csv: [\d,]+ rows loaded .*fewer than --min-rows 1,000,000/, '--min-rows', '1000000')
 })
 
-test('another delimiter: in the header, refused naming it; in the rows only, refused by the reject budget', async () => {
+test('another delimiter: in the header, refused naming it; in the rows only, refused by the reject ' +
+  'budget', async () => {
   const semicolons = async (d) => {
     const text = await readFile(join(d, 'product.csv'), 'utf8')
     await writeFile(join(d, 'product.csv'), text.replace(/,(?=(?:[^"]*"[^"]*")*[^"]*$)/gm, ';'))
   }
-  await refused(await variant('semicolons', semicolons), /product\.csv: no column id in the header "id;name;.*" \(";"-separated\? the columns must be separated by commas\)/)
+  await refused(await variant('semicolons', semicolons),
+    /product\.csv: no column id in the header "id;name;.*" \(";"-separated\? the columns must be separated by commas\)/)
   const rowsOnly = await variant('semicolon-rows', async (d) => {
     const file = join(d, 'styles.csv')
     const [head, ...rest] = (await readFile(file, 'utf8')).split('\n')
     await writeFile(file, [head, ...rest.map((line) => line.replaceAll(',', ';'))].join('\n'))
   })
-  await refused(rowsOnly, /styles\.csv: 0 rows loaded \([\d,]+ read, [\d,]+ rejected: column_count [\d,]+\), fewer than --min-rows 1/)
+  await refused(rowsOnly,
+    /styles\.csv: 0 rows loaded \([\d,]+ read, [\d,]+ rejected: column_count [\d,]+\), fewer than --min-rows 1/)
   // A few broken rows in a file: loaded when within the budget, refused when the budget is lower.
   const someRows = await variant('some-rows', async (d) => {
     const file = join(d, 'skus.csv')
     const lines = (await readFile(file, 'utf8')).split('\n')
     // 60 rows that would load (not those the generator planted to be rejected), one in ten
-    const fine = lines.map((line, i) => i).filter((i) => i > 0 && i % 10 === 0 && /^\d+,\d+,[^,]+,\d+$/.test(lines[i])).slice(0, 60)
+    const fine = lines.map((line, i) => i)
+      .filter((i) => i > 0 && i % 10 === 0 && /^\d+,\d+,[^,]+,\d+$/.test(lines[i])).slice(0, 60)
     for (const i of fine) lines[i] = lines[i].replaceAll(',', ';')
     await writeFile(file, lines.join('\n'))
   })
-  await refused(someRows, /skus\.csv: 6\d of [\d,]+ rows rejected \(column_count 60.*\), more than --max-reject-ratio 0\.01/)
+  await refused(someRows,
+    /skus\.csv: 6\d of [\d,]+ rows rejected \(column_count 60.*\), more than --max-reject-ratio 0\.01/)
   const { rejects, tables } = await loads(someRows, { products: rows('product.csv') }, '--max-reject-ratio', '0.05')
   assert.equal(rejects.match(/^skus\.csv,\d+,column_count,/gm).length, 60)
   assert.equal(tables.skus.n, manifest.files['skus.csv'].rows - rejects.match(/^skus\.csv,/gm).length)
@@ -156,7 +166,8 @@ test('binary bytes: a file of them is refused at its header; NUL bytes in a few 
   assert.equal(rejects.match(/^features\.csv,\d+,invalid_value,/gm).length, 3)
 })
 
-test('a 200 MB unclosed quote: one record_too_long, the rows before it load, in linear time and under 256 MB', async (t) => {
+test('a 200 MB unclosed quote: one record_too_long, the rows before it load, in linear time and ' +
+  'under 256 MB', async (t) => {
   const dir = await variant('unclosed', async (d) => {
     const fh = await open(join(d, 'product.csv'), 'a')
     try {

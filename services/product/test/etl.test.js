@@ -50,7 +50,9 @@ test('every row is loaded, rejected by its reason, or repaired, exactly as the g
       rejectedTotal += rejected
     }
     // Each quirk the generator plants is present, so none of these checks is vacuous.
-    for (const reason of ['duplicate_id', 'invalid_id', 'column_count']) assert.ok(manifestA.files['product.csv'].rejects[reason] >= 1, reason)
+    for (const reason of ['duplicate_id', 'invalid_id', 'column_count']) {
+      assert.ok(manifestA.files['product.csv'].rejects[reason] >= 1, reason)
+    }
     assert.ok(manifestA.files['photos.csv'].fixes.stray_column_dropped >= 1)
     assert.ok(manifestA.files['related.csv'].rejects.related_product_id_missing >= 1)
 
@@ -74,7 +76,9 @@ test('the data arrives intact: seq dense in id order, null prices, quoted text, 
     const { rows: [gaps] } = await client.query('SELECT max(id) - count(*) AS missing FROM products')
     assert.ok(Number(gaps.missing) > 0, 'ids have gaps')
 
-    const { rows: [prices] } = await client.query('SELECT count(*) FILTER (WHERE sale_price IS NULL)::int AS nulls, count(*)::int AS n FROM styles')
+    const { rows: [prices] } = await client.query(
+      'SELECT count(*) FILTER (WHERE sale_price IS NULL)::int AS nulls, count(*)::int AS n FROM styles'
+    )
     assert.ok(prices.nulls > prices.n / 3, 'the literal null became NULL')
 
     // A quoted description with a comma, doubled quotes and a newline, as in the CSV.
@@ -110,7 +114,9 @@ test('loading is idempotent, and readers see the old tables until the swap', asy
     const afterwards = await count()
     assert.equal(afterwards, b.files[0].loaded)
     assert.notEqual(before, afterwards)
-    for (const n of seen) assert.ok(n === before || n === afterwards, `a reader saw ${n}: neither the old nor the new table`)
+    for (const n of seen) {
+      assert.ok(n === before || n === afterwards, `a reader saw ${n}: neither the old nor the new table`)
+    }
     const { rows: leftovers } = await client.query("SELECT tablename FROM pg_tables WHERE tablename LIKE '%\\_load'")
     assert.deepEqual(leftovers, [])
   } finally {

@@ -16,7 +16,9 @@ test('Redis killed: every request still 200 from PostgreSQL; Redis back: hits ag
   try {
     assert.equal((await get(svc.url, '/products/1/styles')).status, 200)
     await redis.kill()
-    const during = await Promise.all(Array.from({ length: 40 }, (_, i) => get(svc.url, `/products/${1 + (i % 20)}/styles`)))
+    const during = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => get(svc.url, `/products/${1 + (i % 20)}/styles`))
+    )
     assert.deepEqual(during.map((r) => r.status).filter((s) => s !== 200 && s !== 404), [])
     assert.deepEqual(during[0].body.product_id, '1')
     // Concurrent requests for one key share a lookup, so at least one failed or bypassed lookup per
@@ -61,11 +63,16 @@ test('PostgreSQL restarted: 503 with Retry-After while down, 200 again after, ca
     const down = await get(svc.url, '/products/2')
     assert.equal(down.status, 503)
     assert.equal(down.headers.get('retry-after'), '1')
-    assert.deepEqual(down.body, { statusCode: 503, error: 'Service Unavailable', message: 'database unavailable, retry shortly' })
+    assert.deepEqual(down.body,
+      { statusCode: 503, error: 'Service Unavailable', message: 'database unavailable, retry shortly' })
     assert.equal((await get(svc.url, '/products/1')).status, 200, 'cached answers survive the outage')
     let ready
-    for (let i = 0; i < 30 && ready?.body.postgres !== 'down'; i++) { await sleep(100); ready = await get(svc.url, '/readyz') } // the probe checks every second
-    assert.deepEqual([ready.status, ready.body.postgres], [200, 'down'], 'still ready: it serves cached answers and fast 503s')
+    for (let i = 0; i < 30 && ready?.body.postgres !== 'down'; i++) { // the probe checks every second
+      await sleep(100)
+      ready = await get(svc.url, '/readyz')
+    }
+    assert.deepEqual([ready.status, ready.body.postgres], [200, 'down'],
+      'still ready: it serves cached answers and fast 503s')
     await server.start()
     let status
     for (let i = 0; i < 50 && status !== 200; i++) {
@@ -80,7 +87,8 @@ test('PostgreSQL restarted: 503 with Retry-After while down, 200 again after, ca
   }
 })
 
-test('SIGTERM under keep-alive load, default SHUTDOWN_DELAY_MS (0): every request sent gets its answer, none is reset, exit 0', async () => {
+test('SIGTERM under keep-alive load, default SHUTDOWN_DELAY_MS (0): every request sent gets its answer, ' +
+  'none is reset, exit 0', async () => {
   const svc = await startProduct({ DATABASE_URL: await catalogueDatabase(), WORKERS: '2' })
   const paths = Array.from({ length: 50 }, (_, i) => `/products/${1 + i}/styles`)
   let stopping = false

@@ -28,7 +28,8 @@ INSERT INTO styles (id, product_id, name, sale_price, original_price, default_st
 INSERT INTO photos (id, style_id, url, thumbnail_url) VALUES
   (1, 1, 'https://images.example/1.jpg', 'https://images.example/1t.jpg'),
   (2, 1, 'https://images.example/2.jpg', 'https://images.example/2t.jpg');
-INSERT INTO skus (id, style_id, size, quantity) VALUES (1, 1, 'XS', 8), (2, 1, '7.5', 16), (3, 1, 'One Size', 0), (4, 3, '7', 2);
+INSERT INTO skus (id, style_id, size, quantity) VALUES (1, 1, 'XS', 8), (2, 1, '7.5', 16), ` +
+  `(3, 1, 'One Size', 0), (4, 3, '7', 2);
 INSERT INTO related (id, product_id, related_product_id) VALUES (1, 1, 2), (2, 1, 3), (3, 1, 8), (4, 3, 1);
 `
 

@@ -13,7 +13,17 @@ function conditions (request) {
 const failed = (id, current) =>
   httpError(412, `If-Match / If-None-Match do not hold for the current version of restaurant ${id} (ETag "${current}")`)
 
-const compatOf = (d) => [{ id: d.id, name: d.name, address: d.address, number: d.phone, picture: d.picture, stars: d.stars, quality: d.quality, delivery: d.delivery, accuracy: d.accuracy }]
+const compatOf = (d) => [{
+  id: d.id,
+  name: d.name,
+  address: d.address,
+  number: d.phone,
+  picture: d.picture,
+  stars: d.stars,
+  quality: d.quality,
+  delivery: d.delivery,
+  accuracy: d.accuracy
+}]
 
 /** Restaurant profiles: cached reads that a committed write invalidates before it answers. */
 export default async function routes (app) {

@@ -2,7 +2,9 @@
 // is serialized — `version` is never in a body, it travels as the ETag.
 // Exported: one schema per route, named by its operation (getMenu, postFlows…: every service's
 // schemas.js alike); components stay private.
-import { errorResponses, errorResponse, notModifiedResponse, text, httpUrl, id, ifMatchHeader, ifNoneMatchHeader } from '@suite/kit'
+import {
+  errorResponses, errorResponse, notModifiedResponse, text, httpUrl, id, ifMatchHeader, ifNoneMatchHeader
+} from '@suite/kit'
 
 // price_range is an integer 1–4, the number of "$" signs ("$" … "$$$$").
 const fields = {
@@ -83,11 +85,17 @@ export const deleteRestaurant = {
 export const getProfile = {
   tags,
   summary: 'the original client\'s profile: [profile], or [] when unknown',
-  description: 'Kept for the original client: an id without a restaurant (never created, or deleted) is `200 []`, not a 404.',
+  description: 'Kept for the original client: an id without a restaurant (never created, or deleted) is `200 []`, ' +
+    'not a 404.',
   params,
   headers: ifNoneMatch,
   response: {
-    200: { type: 'array', maxItems: 1, items: compatItem, description: '[the profile], or [] when no restaurant has this id (never created, or deleted)' },
+    200: {
+      type: 'array',
+      maxItems: 1,
+      items: compatItem,
+      description: '[the profile], or [] when no restaurant has this id (never created, or deleted)'
+    },
     304: notModifiedResponse,
     400: errorResponse,
     500: errorResponse,

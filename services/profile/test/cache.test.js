@@ -27,7 +27,8 @@ async function readAfterWrite (writers, readers, rounds = 60) {
     if (kind === 'DELETE') {
       assert.equal((await send(writer, 'DELETE', `/restaurants/${id}`, undefined, fresh)).status, 204)
       for (const r of await readsAll(readers, id)) {
-        assert.ok(r.status === 404 || (Array.isArray(r.body) && r.body.length === 0), `round ${i}: read after DELETE got ${r.status} ${JSON.stringify(r.body)}`)
+        assert.ok(r.status === 404 || (Array.isArray(r.body) && r.body.length === 0),
+          `round ${i}: read after DELETE got ${r.status} ${JSON.stringify(r.body)}`)
       }
       // Replace it with a new restaurant for the next rounds (read once, so it is cached).
       const created = await send(writer, 'POST', '/restaurants', body({ name: `new ${i}` }), fresh)
@@ -79,7 +80,8 @@ test('redis cache, 2 replicas × 2 workers: writes on one, reads on the other, n
 // Without Redis each replica caches in its own memory, which a write on the other replica cannot
 // reach: the bound is CACHE_MEMORY_TTL_MS (1 s) from the moment the cached data was read. A read sent
 // more than 1 s after a write was acknowledged must see it, on both read routes.
-test('no Redis, 2 replicas: no read is stale more than 1 s after a write acknowledged on the other replica', async () => {
+test('no Redis, 2 replicas: no read is stale more than 1 s after a write acknowledged on the other ' +
+  'replica', async () => {
   const env = { DATABASE_URL: await profileDatabase(20) }
   const [a, b] = await Promise.all([startProfile(env), startProfile(env)])
   try {

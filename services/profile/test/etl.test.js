@@ -65,12 +65,15 @@ test('the CLI generates and loads (in its worker), then clears the cache', async
   const dir = join(work, 'cli')
   const url = await createDatabase('profile_cli')
   const env = { ...process.env, ...databaseEnv(url), REDIS_URL: `${redisUrl}/11`, LOG_LEVEL: 'warn' }
-  const bad = spawnSync(process.execPath, [entry, 'generate', '--out', dir, '--restaurants', 'many'], { env, encoding: 'utf8' })
+  const bad = spawnSync(process.execPath, [entry, 'generate', '--out', dir, '--restaurants', 'many'],
+    { env, encoding: 'utf8' })
   assert.equal(bad.status, 2)
   assert.equal(bad.stderr.split('\n')[0], 'profile generate: --restaurants must be a whole number (got "many")')
-  const gen = spawnSync(process.execPath, [entry, 'generate', '--out', dir, '--restaurants', '1000'], { env, encoding: 'utf8' })
+  const gen = spawnSync(process.execPath, [entry, 'generate', '--out', dir, '--restaurants', '1000'],
+    { env, encoding: 'utf8' })
   assert.equal(gen.status, 0, gen.stderr)
-  assert.equal(spawnSync(process.execPath, [entry, 'load'], { env, encoding: 'utf8' }).stderr.split('\n')[0], 'profile load: --dir DIR is required')
+  assert.equal(spawnSync(process.execPath, [entry, 'load'], { env, encoding: 'utf8' }).stderr.split('\n')[0],
+    'profile load: --dir DIR is required')
   const loaded = spawnSync(process.execPath, [entry, 'load', '--dir', dir], { env, encoding: 'utf8' })
   assert.equal(loaded.status, 0, loaded.stderr + loaded.stdout)
   const client = new pg.Client({ connectionString: url })
@@ -82,13 +85,16 @@ test('the CLI generates and loads (in its worker), then clears the cache', async
     assert.equal(next, 1001)
     // A seed Job run again (an upgrade re-creates it) with --if-empty leaves the live data alone:
     // a restaurant written since the first load survives; without the flag the load replaces it.
-    await client.query("INSERT INTO restaurants (name, address, phone, picture, cuisine, price_range, stars, quality, delivery, accuracy) VALUES ('written after the seed', '', '', '', '', 1, 0, 0, 0, 0)")
-    const again = spawnSync(process.execPath, [entry, 'load', '--dir', dir, '--if-empty', '--wait', '5'], { env: { ...env, LOG_LEVEL: 'info' }, encoding: 'utf8' })
+    await client.query('INSERT INTO restaurants (name, address, phone, picture, cuisine, price_range, stars, ' +
+      "quality, delivery, accuracy) VALUES ('written after the seed', '', '', '', '', 1, 0, 0, 0, 0)")
+    const again = spawnSync(process.execPath, [entry, 'load', '--dir', dir, '--if-empty', '--wait', '5'],
+      { env: { ...env, LOG_LEVEL: 'info' }, encoding: 'utf8' })
     assert.equal(again.status, 0, again.stderr + again.stdout)
     assert.match(again.stdout + again.stderr, /restaurants already holds data: left as it is/)
     const kept = await client.query("SELECT count(*)::int AS n FROM restaurants WHERE name = 'written after the seed'")
     assert.equal(kept.rows[0].n, 1)
-    assert.equal(spawnSync(process.execPath, [entry, 'load', '--dir', dir, '--wait', 'soon'], { env, encoding: 'utf8' }).stderr.split('\n')[0], 'profile load: --wait must be a whole number (got "soon")')
+    assert.equal(spawnSync(process.execPath, [entry, 'load', '--dir', dir, '--wait', 'soon'], { env, encoding: 'utf8' })
+      .stderr.split('\n')[0], 'profile load: --wait must be a whole number (got "soon")')
   } finally {
     await client.end()
   }
