@@ -4,7 +4,7 @@ import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { baseSchema } from '../../services/kit/src/config.js'
+import { baseSchema } from '../../services/kit/src/config/config.js'
 import { SERVICES, charts, parse, requireTools, template, umbrella } from './lib.js'
 import { CHART_OWNED_SETTINGS } from '../../scripts/generate/reference.js'
 

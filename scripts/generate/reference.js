@@ -10,41 +10,62 @@ import { json, markdownBlock } from './blocks.js'
 const definitions = Object.fromEntries(await Promise.all(SERVICES.map(async (s) =>
   [s.name, (await import(`../../services/${s.name}/src/service.js`)).default])))
 
-/** The settings the service chart sets itself (from its values), which its `config` value must not take. */
-export const CHART_OWNED_SETTINGS = ['HOST', 'PORT', 'WORKERS', 'DATABASE_URL', 'DATABASE_PASSWORD', 'REDIS_URL', 'REDIS_PASSWORD', 'SHUTDOWN_DELAY_MS', 'SHUTDOWN_GRACE_MS',
+/**
+ * The settings the service chart sets itself (from its values), which its `config` value must not
+ * take.
+ */
+export const CHART_OWNED_SETTINGS = [
+  'HOST', 'PORT', 'WORKERS', 'DATABASE_URL', 'DATABASE_PASSWORD', 'REDIS_URL', 'REDIS_PASSWORD',
+  'SHUTDOWN_DELAY_MS', 'SHUTDOWN_GRACE_MS',
   // global.tracing
-  'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG', 'OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES']
+  'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES'
+]
 
 const code = (v) => `\`${v}\``
 const cell = (text) => String(text).replaceAll('|', '\\|').replaceAll('\n', ' ')
 
 /** A settings table: each variable, its default, its description. */
 function settingsTable (properties, required = []) {
-  return ['| variable | default | meaning |', '| --- | --- | --- |', ...Object.entries(properties).map(([name, s]) => {
-    const def = required.includes(name)
-      ? 'required'
-      : COMPUTED_DEFAULTS.includes(name) ? 'computed at start' : s.default === undefined ? 'unset' : code(s.default)
-    return `| ${code(name)} | ${def} | ${cell(s.description ?? '')} |`
-  })]
+  return [
+    '| variable | default | meaning |',
+    '| --- | --- | --- |',
+    ...Object.entries(properties).map(([name, s]) => {
+      const def = required.includes(name)
+        ? 'required'
+        : COMPUTED_DEFAULTS.includes(name) ? 'computed at start' : s.default === undefined ? 'unset' : code(s.default)
+      return `| ${code(name)} | ${def} | ${cell(s.description ?? '')} |`
+    })
+  ]
 }
 
-const SETTINGS_FROM = 'services/kit/src/config.js'
+const SETTINGS_FROM = 'services/kit/src/config/config.js'
 /** services/README.md: the settings every service has. */
-export const kitSettings = (text) => markdownBlock(text, 'configuration', settingsTable(baseSchema.properties, baseSchema.required), SETTINGS_FROM)
+export const kitSettings = (text) =>
+  markdownBlock(text, 'configuration', settingsTable(baseSchema.properties, baseSchema.required), SETTINGS_FROM)
 
 /** services/<name>/README.md of a service with settings of its own. */
-export const serviceSettings = (name) => (text) =>
-  markdownBlock(text, 'configuration', settingsTable(definitions[name].config.properties, definitions[name].config.required), `services/${name}/src/service.js`)
+export const serviceSettings = (name) => (text) => markdownBlock(
+  text,
+  'configuration',
+  settingsTable(definitions[name].config.properties, definitions[name].config.required),
+  `services/${name}/src/service.js`
+)
 export const SERVICES_WITH_SETTINGS = SERVICES.filter((s) => definitions[s.name].config?.properties).map((s) => s.name)
 
-/** charts/service/values.schema.json's `config`: every setting the chart does not set itself, with its type, bounds and description. */
+/**
+ * charts/service/values.schema.json's `config`: every setting the chart does not set itself, with its
+ * type, bounds and description.
+ */
 export function chartConfigSchema (text) {
   const schema = JSON.parse(text)
   const settings = { ...baseSchema.properties }
   for (const s of SERVICES) Object.assign(settings, definitions[s.name].config?.properties)
-  schema.properties.config.properties = Object.fromEntries(Object.entries(settings).filter(([k]) => !CHART_OWNED_SETTINGS.includes(k)).map(([k, s]) => {
+  const own = Object.entries(settings).filter(([k]) => !CHART_OWNED_SETTINGS.includes(k))
+  schema.properties.config.properties = Object.fromEntries(own.map(([k, s]) => {
     const { type, enum: values, minimum, maximum, pattern, description } = s
-    return [k, Object.fromEntries(Object.entries({ type, enum: values, minimum, maximum, pattern, description }).filter(([, v]) => v !== undefined))]
+    const kept = { type, enum: values, minimum, maximum, pattern, description }
+    return [k, Object.fromEntries(Object.entries(kept).filter(([, v]) => v !== undefined))]
   }))
   return json(schema)
 }

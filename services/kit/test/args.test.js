@@ -2,7 +2,9 @@
 // and the checks of values, each naming the option it refuses.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { parseCommand, usageText, UsageError, wholeNumber, wholeNumbers, numberIn, oneOf, someOf, duration, settings } from '../src/args.js'
+import {
+  parseCommand, usageText, UsageError, wholeNumber, wholeNumbers, numberIn, oneOf, someOf, duration, settings
+} from '../src/cli/args.js'
 
 const spec = {
   usage: 'tool [options]',
@@ -28,9 +30,16 @@ test('the usage lists every option with its value, help and default, then the ex
 
 test('parsing: defaults, values, repeated options; a mistake is a UsageError on one line', () => {
   assert.deepEqual({ ...parseCommand(spec, []) }, { size: '10', fast: false, tag: [] })
-  assert.deepEqual({ ...parseCommand(spec, ['--size', '3', '--fast', '--tag', 'a', '--tag', 'b']) }, { size: '3', fast: true, tag: ['a', 'b'] })
+  assert.deepEqual(
+    { ...parseCommand(spec, ['--size', '3', '--fast', '--tag', 'a', '--tag', 'b']) },
+    { size: '3', fast: true, tag: ['a', 'b'] }
+  )
   for (const args of [['--nope'], ['--size'], ['extra'], ['--size', '-3']]) {
-    assert.throws(() => parseCommand(spec, args), (err) => err instanceof UsageError && !err.message.includes('\n'), args.join(' '))
+    assert.throws(
+      () => parseCommand(spec, args),
+      (err) => err instanceof UsageError && !err.message.includes('\n'),
+      args.join(' ')
+    )
   }
 })
 
@@ -49,7 +58,16 @@ test('the checks name the option and what they got', () => {
   assert.throws(() => someOf({ c: 'a,z' }, 'c', ['a', 'b']), /--c must be a comma-separated list of a, b/)
   assert.deepEqual(['500ms', '30s', '2m', '1h'].map((d) => duration({ d }, 'd')), [0.5, 30, 120, 3600])
   assert.throws(() => duration({ d: '30' }, 'd'), /--d must be a duration such as 30s or 2m \(got "30"\)/)
-  assert.deepEqual(settings({ env: ['A_1=x=y', 'B='] }, 'env'), { A_1: 'x=y', B: '' }, 'the value is everything after the first =, empty too')
+  assert.deepEqual(
+    settings({ env: ['A_1=x=y', 'B='] }, 'env'),
+    { A_1: 'x=y', B: '' },
+    'the value is everything after the first =, empty too'
+  )
   assert.deepEqual(settings({}, 'env'), {})
-  for (const bad of ['a=1', '=1', 'A', '1A=2']) assert.throws(() => settings({ env: [bad] }, 'env'), new RegExp(`^Error: --env must be NAME=VALUE with NAME in capitals \\(got "${bad}"\\)$`))
+  for (const bad of ['a=1', '=1', 'A', '1A=2']) {
+    assert.throws(
+      () => settings({ env: [bad] }, 'env'),
+      new RegExp(`^Error: --env must be NAME=VALUE with NAME in capitals \\(got "${bad}"\\)$`)
+    )
+  }
 })

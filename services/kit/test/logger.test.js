@@ -4,15 +4,19 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import pino from 'pino'
-import { lazyRequestLogger } from '../src/logger.js'
+import { lazyRequestLogger } from '../src/telemetry/logger.js'
 
 function capture (level) {
   const lines = []
-  const out = new Writable({ write (chunk, enc, done) { lines.push(...chunk.toString().trim().split('\n').map((l) => JSON.parse(l))); done() } })
+  const out = new Writable({
+    write (chunk, enc, done) { lines.push(...chunk.toString().trim().split('\n').map((l) => JSON.parse(l))); done() }
+  })
   const logger = pino({ level }, out)
   let children = 0
   const parent = new Proxy(logger, {
-    get: (target, key) => key === 'child' ? (...args) => { children++; return target.child(...args) } : Reflect.get(target, key)
+    get: (target, key) => key === 'child'
+      ? (...args) => { children++; return target.child(...args) }
+      : Reflect.get(target, key)
   })
   return { parent, lines, children: () => children }
 }
@@ -29,7 +33,10 @@ test('a request logger makes its pino child only for a line that is written, and
   log.error('also kept')
   log.debug('dropped by the child')
   assert.equal(children(), 1, 'one child, made once')
-  assert.deepEqual(lines.map((l) => [l.level, l.reqId, l.msg, l.n]), [[30, 'r-1', 'kept', 1], [50, 'r-1', 'also kept', undefined]])
+  assert.deepEqual(
+    lines.map((l) => [l.level, l.reqId, l.msg, l.n]),
+    [[30, 'r-1', 'kept', 1], [50, 'r-1', 'also kept', undefined]]
+  )
 })
 
 test('a route\'s own level decides, silent writes nothing, and child() binds on top of the request id', () => {

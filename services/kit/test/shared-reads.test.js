@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { sharedReads, batchedLoads } from '../src/pg.js'
+import { sharedReads, batchedLoads } from '../src/data/coalescing.js'
 
 // A load that the test ends by hand: loads[i] is the i-th load started, with its key.
 function loader () {
@@ -15,7 +15,8 @@ function loader () {
 const settled = (p) => p.then((value) => ({ value }), (error) => ({ error: error.message }))
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
-test('a read alone loads at once; reads arriving while it is in flight share the next load, never that one', async () => {
+test('a read alone loads at once; reads arriving while it is in flight share the next load, ' +
+  'never that one', async () => {
   const read = sharedReads()
   const { loads, load } = loader()
   const a = read('page', load('page'))
@@ -75,7 +76,8 @@ test('batchedLoads: the ids of one turn go out as one load, each read gets its o
   assert.deepEqual(calls, [[1, 2, 404], [3]], 'a read in a later turn is a load of its own')
 })
 
-test('batchedLoads: a failed load fails every read of its batch and none of the next; a batch holds at most `max` ids', async () => {
+test('batchedLoads: a failed load fails every read of its batch and none of the next; ' +
+  'a batch holds at most `max` ids', async () => {
   let fail = true
   const calls = []
   const load = batchedLoads(async (ids) => {
@@ -83,7 +85,10 @@ test('batchedLoads: a failed load fails every read of its batch and none of the 
     if (fail) throw new Error('PostgreSQL unreachable')
     return new Map(ids.map((id) => [id, id]))
   }, { max: 2 })
-  assert.deepEqual(await Promise.all([1, 2].map((id) => settled(load(id)))), [{ error: 'PostgreSQL unreachable' }, { error: 'PostgreSQL unreachable' }])
+  assert.deepEqual(
+    await Promise.all([1, 2].map((id) => settled(load(id)))),
+    [{ error: 'PostgreSQL unreachable' }, { error: 'PostgreSQL unreachable' }]
+  )
   fail = false
   assert.deepEqual(await Promise.all([1, 2, 3, 4, 5].map(load)), [1, 2, 3, 4, 5])
   assert.deepEqual(calls.slice(1), [[1, 2], [3, 4], [5]])

@@ -9,7 +9,7 @@ import { connect } from 'node:net'
 import { STATUS_CODES } from 'node:http'
 import Ajv from 'ajv'
 import addFormats from 'ajv-formats'
-import { withUnicodeFormat } from '../src/validation.js'
+import { withUnicodeFormat } from '../src/http/validation.js'
 
 const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH']
 // Integers as a client might write them that are not plain decimal digits, each naming 16 if coerced.
@@ -20,7 +20,11 @@ export function raw (base, method, path, { headers = {}, body, declaredLength } 
   return new Promise((resolve, reject) => {
     // Content-Length always: Node sends a DELETE body without it otherwise (neither length nor chunks).
     const length = declaredLength ?? (body === undefined ? undefined : Buffer.byteLength(body))
-    const req = request(base + path, { method, headers: { ...headers, ...(length !== undefined && { 'content-length': length }) }, agent: false }, (res) => {
+    const req = request(base + path, {
+      method,
+      headers: { ...headers, ...(length !== undefined && { 'content-length': length }) },
+      agent: false
+    }, (res) => {
       const chunks = []
       res.on('data', (d) => chunks.push(d))
       res.on('end', () => {
@@ -53,7 +57,8 @@ function * stringSchemas (schema, where) {
   if (schema.type === 'string' && schema.enum === undefined) yield [where, schema]
   for (const [k, s] of Object.entries(schema.properties ?? {})) yield * stringSchemas(s, `${where}/${k}`)
   if (schema.items) yield * stringSchemas(schema.items, `${where}/0`)
-  for (const s of [...(schema.anyOf ?? []), ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]) yield * stringSchemas(s, where)
+  const variants = [...(schema.anyOf ?? []), ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]
+  for (const s of variants) yield * stringSchemas(s, where)
 }
 
 /**
@@ -81,12 +86,18 @@ export async function checkErrorContract (base, { bodyLimit = 1024 * 1024, bodyL
     for (const method of [...METHODS, 'QUERY', 'TRACE'].filter((m) => !declared.includes(m))) {
       const res = await expect(null, 405, `${method} ${template}`, method, path)
       const allow = res.headers.allow.split(', ')
-      for (const m of declared) assert.ok(allow.includes(m), `${method} ${template}: Allow ${res.headers.allow} lacks ${m}`)
+      for (const m of declared) {
+        assert.ok(allow.includes(m), `${method} ${template}: Allow ${res.headers.allow} lacks ${m}`)
+      }
       assert.ok(!allow.includes(method), `${method} ${template}: Allow ${res.headers.allow}`)
     }
     const options = await raw(base, 'OPTIONS', path)
     assert.equal(options.status, 204, `OPTIONS ${template}`)
-    assert.deepEqual(options.headers.allow.split(', ').filter((m) => METHODS.includes(m)).sort(), [...declared].sort(), `OPTIONS ${template}`)
+    assert.deepEqual(
+      options.headers.allow.split(', ').filter((m) => METHODS.includes(m)).sort(),
+      [...declared].sort(),
+      `OPTIONS ${template}`
+    )
     // A path below it that no route has: 404.
     await expect(null, 404, `GET ${template}/no/such/route`, 'GET', `${path}/no/such/route`)
 
@@ -101,18 +112,30 @@ export async function checkErrorContract (base, { bodyLimit = 1024 * 1024, bodyL
       // without a body: parameters are validated first, and a route's own body checks see none).
       for (const p of params.filter((p) => p.schema?.type === 'integer' && ['path', 'query'].includes(p.in))) {
         for (const bad of NON_CANONICAL) {
+          const otherQuery = params.filter((q) => q.in === 'query' && q.required && q.name !== p.name)
+            .map((q) => `${q.name}=1`)
           const url = p.in === 'path'
             ? target(template.replace(`{${p.name}}`, bad).replace(/\{[^}]+\}/g, '1'))
-            : `${path}?${[...params.filter((q) => q.in === 'query' && q.required && q.name !== p.name).map((q) => `${q.name}=1`), `${p.name}=${bad}`].join('&')}`
+            : `${path}?${[...otherQuery, `${p.name}=${bad}`].join('&')}`
           const res = await expect(op, 400, `${label} ${p.name}=${bad}`, method, url)
-          assert.match(res.json.message, new RegExp(`^${p.in === 'path' ? 'params' : 'querystring'}/${p.name} `), `${label} ${p.name}=${bad}`)
+          assert.match(
+            res.json.message,
+            new RegExp(`^${p.in === 'path' ? 'params' : 'querystring'}/${p.name} `),
+            `${label} ${p.name}=${bad}`
+          )
         }
-        if (p.in === 'path') await expect(op, 414, `${label} ${p.name} of 101 digits`, method, target(template.replace(`{${p.name}}`, '1'.repeat(101)).replace(/\{[^}]+\}/g, '1')))
+        if (p.in === 'path') {
+          const longPath = target(template.replace(`{${p.name}}`, '1'.repeat(101)).replace(/\{[^}]+\}/g, '1'))
+          await expect(op, 414, `${label} ${p.name} of 101 digits`, method, longPath)
+        }
       }
 
       // Every string the operation takes refuses NUL and unpaired surrogates (what PostgreSQL cannot
       // store, or would store as U+FFFD). Not headers: HTTP itself refuses NUL there, and they are bytes.
-      const parts = [...params.filter((p) => p.in !== 'header').map((p) => [`${p.in}/${p.name}`, p.schema]), ['body', op.requestBody?.content?.['application/json']?.schema]]
+      const parts = [
+        ...params.filter((p) => p.in !== 'header').map((p) => [`${p.in}/${p.name}`, p.schema]),
+        ['body', op.requestBody?.content?.['application/json']?.schema]
+      ]
       for (const [where, schema] of parts) {
         for (const [at, s] of stringSchemas(schema, where)) {
           const validate = ajv.compile(s)
@@ -127,18 +150,36 @@ export async function checkErrorContract (base, { bodyLimit = 1024 * 1024, bodyL
       // are not UTF-8 or a prototype key, 413 past the body limit.
       const url = target(path)
       const json = { 'content-type': 'application/json' }
-      await expect(op, 415, `${label} text/plain`, method, url, { headers: { 'content-type': 'text/plain' }, body: '[]' })
-      await expect(op, 415, `${label} form`, method, url, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'a=1' })
-      await expect(op, 415, `${label} latin1 JSON`, method, url, { headers: { 'content-type': 'application/json; charset=iso-8859-1' }, body: '{}' })
+      await expect(op, 415, `${label} text/plain`, method, url, {
+        headers: { 'content-type': 'text/plain' },
+        body: '[]'
+      })
+      await expect(op, 415, `${label} form`, method, url, {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'a=1'
+      })
+      await expect(op, 415, `${label} latin1 JSON`, method, url, {
+        headers: { 'content-type': 'application/json; charset=iso-8859-1' },
+        body: '{}'
+      })
       await expect(op, 415, `${label} no content-type`, method, url, { body: '{}' })
       const broken = await expect(op, 400, `${label} broken JSON`, method, url, { headers: json, body: '{"a": ' })
       assert.match(broken.json.message, /^body is not valid JSON/)
-      const latin1 = await expect(op, 400, `${label} not UTF-8`, method, url, { headers: json, body: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]) })
+      const latin1 = await expect(op, 400, `${label} not UTF-8`, method, url, {
+        headers: json,
+        body: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d])
+      })
       assert.equal(latin1.json.message, 'body is not valid UTF-8')
-      const proto = await expect(op, 400, `${label} __proto__`, method, url, { headers: json, body: '{"__proto__": {"x": 1}}' })
+      const proto = await expect(op, 400, `${label} __proto__`, method, url, {
+        headers: json,
+        body: '{"__proto__": {"x": 1}}'
+      })
       assert.match(proto.json.message, /__proto__/)
       const limit = bodyLimits[`${method} ${template}`] ?? bodyLimit
-      await expect(op, 413, `${label} larger than ${limit} bytes`, method, url, { headers: json, declaredLength: limit + 1 })
+      await expect(op, 413, `${label} larger than ${limit} bytes`, method, url, {
+        headers: json,
+        declaredLength: limit + 1
+      })
     }
   }
 
@@ -162,7 +203,10 @@ function rawSocket (base, bytes) {
     socket.on('close', () => {
       const [head, body] = text.split('\r\n\r\n')
       const [status, ...lines] = head.split('\r\n')
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]))
+      const headers = Object.fromEntries(lines.map((l) => [
+        l.slice(0, l.indexOf(':')).toLowerCase(),
+        l.slice(l.indexOf(':') + 1).trim()
+      ]))
       let json
       try { json = JSON.parse(body) } catch {}
       resolve({ status: Number(status.split(' ')[1]), headers, text: body, json })

@@ -1,7 +1,7 @@
 // What scripts/test.js hands every test file: the shared throwaway servers.
 import pg from 'pg'
 import { createDatabase as create } from './index.js'
-import { migrate } from '../src/migrate.js'
+import { migrate } from '../src/data/migrate.js'
 
 export const adminUrl = required('TEST_DATABASE_URL')
 export const redisUrl = required('TEST_REDIS_URL')

@@ -4,8 +4,8 @@ import { request, Agent } from 'node:http'
 import assert from 'node:assert/strict'
 import Ajv from 'ajv'
 import addFormats from 'ajv-formats'
-import { errorSchema } from '../src/app.js'
-import { withUnicodeFormat } from '../src/validation.js'
+import { errorSchema } from '../src/http/error-schemas.js'
+import { withUnicodeFormat } from '../src/http/validation.js'
 
 /**
  * An HTTP request with an optional JSON body (an object, or text sent as is); the answer parsed when
@@ -54,7 +54,9 @@ export async function keepAliveLoad ({ url, paths, clients = 16, until }) {
       })
       res.on('error', (err) => { count(err); resolve(false) })
     })
-    const count = (err) => { result.errors[err.code ?? err.message] = (result.errors[err.code ?? err.message] ?? 0) + 1 }
+    const count = (err) => {
+      result.errors[err.code ?? err.message] = (result.errors[err.code ?? err.message] ?? 0) + 1
+    }
     req.on('error', (err) => { count(err); resolve(false) })
     result.sent++
     req.end()

@@ -29,7 +29,7 @@ import { BYPASSED, parse } from './entries.js'
 /**
  * @param {{ config: object, metrics: object, log: object, broadcast?: Function }} deps
  *   broadcast(key, version): in memory mode, resolves once every other worker thread of this process
- *   has applied the invalidation (worker.js relays it through the main thread).
+ *   has applied the invalidation (process/workers.js relays it through the main thread).
  */
 export function createCache ({ config, metrics, log, broadcast = async () => {} }) {
   const store = config.REDIS_URL ? redisStore(config, log) : memoryStore(config)

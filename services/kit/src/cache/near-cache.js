@@ -33,7 +33,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { boundedEntries, ownBytes, redisAttributes } from './entries.js'
-import { childSpan } from '../tracing.js'
+import { childSpan } from '../telemetry/tracing.js'
 
 const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300

@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { Redis } from 'ioredis'
 import { BYPASSED, redisAttributes } from './entries.js'
 import { nearCache } from './near-cache.js'
-import { childSpan, linkedSpan, requestContext } from '../tracing.js'
+import { childSpan, linkedSpan, requestContext } from '../telemetry/tracing.js'
 
 const REPLAY_MS = 1000
 

@@ -1,4 +1,4 @@
-// The thread in which the `generate` command runs a service's generator (see cli.js for why a thread).
+// The thread in which the `generate` command runs a service's generator (see cli/data-commands.js for why a thread).
 import { workerData } from 'node:worker_threads'
 import { runInThread } from './thread.js'
 

@@ -22,7 +22,10 @@ import { createProgress } from './progress.js'
 const INT4_MAX = 2147483647
 const FLUSH_AT = 1 << 16 // characters of COPY text per write
 
-/** What a load accepts by default (the `load` command's --min-rows, --max-reject-ratio, --max-record-length, --swap-wait). */
+/**
+ * What a load accepts by default (the `load` command's --min-rows, --max-reject-ratio,
+ * --max-record-length, --swap-wait).
+ */
 export const LOAD_DEFAULTS = {
   minRows: 1, // rows loaded from each file, at least
   maxRejectRatio: 0.01, // of the rows read from each file, at most this fraction rejected…
@@ -36,7 +39,10 @@ const REJECTS_ALLOWED = 10
 // of making them queue behind the swap's DROP TABLE until their statement timeout.
 const SWAP_LOCK_TIMEOUT_MS = 1000
 
-/** The load did not swap: its input is not a plausible replacement, or it could not take its locks. Its message is one line. */
+/**
+ * The load did not swap: its input is not a plausible replacement, or it could not take its locks.
+ * Its message is one line.
+ */
 export class LoadRefused extends Error {}
 
 /**
@@ -80,7 +86,8 @@ function converter (type) {
  * @typedef {object} TableSpec
  * @property {string} file        CSV file name in the folder
  * @property {string} table       live table (created by the migrations)
- * @property {Record<string,string>} columns  CSV column → type (id, count, price, bool, text, json; `?` nullable), in table order
+ * @property {Record<string,string>} columns  CSV column → type (id, count, price, bool, text, json;
+ *   `?` nullable), in table order
  * @property {Record<string,string[]>} [aliases]  other header names of a column
  * @property {string} [primaryKey]  an `id` column that must be unique; other tables may reference it
  * @property {Record<string,string>} [references]  column → table whose primary keys must contain it
@@ -92,7 +99,8 @@ function converter (type) {
  */
 
 /**
- * @param {{ db: object, indexDb?: object, dir: string, tables: TableSpec[], rejectsFile: string, progress?: true|'lines'|false, out?: NodeJS.WritableStream,
+ * @param {{ db: object, indexDb?: object, dir: string, tables: TableSpec[], rejectsFile: string,
+ *   progress?: true|'lines'|false, out?: NodeJS.WritableStream,
  *   minRows?: number, maxRejectRatio?: number, maxRecord?: number, swapWaitSeconds?: number }} o
  *   db: pgTarget(client) or pgliteTarget(pglite); indexDb: a second connection to the same database,
  *   on which each table's keys and indexes are built while the next file is copied (default: db,
@@ -104,7 +112,16 @@ function converter (type) {
  *   rows or rejects more than maxRejectRatio of them, or the swap cannot lock the tables within
  *   swapWaitSeconds; the live tables are then as they were
  */
-export async function loadTables ({ db, indexDb = db, dir, tables, rejectsFile, progress = process.stderr.isTTY ? true : 'lines', out = process.stderr, ...options }) {
+export async function loadTables ({
+  db,
+  indexDb = db,
+  dir,
+  tables,
+  rejectsFile,
+  progress = process.stderr.isTTY ? true : 'lines',
+  out = process.stderr,
+  ...options
+}) {
   const limits = { ...LOAD_DEFAULTS, ...definedOnly(options) }
   const started = Date.now()
   const phases = {}
@@ -144,7 +161,9 @@ export async function loadTables ({ db, indexDb = db, dir, tables, rejectsFile, 
     await Promise.allSettled(builds)
     // The loaded copies are of no use now (and can be large): dropped, the live tables untouched.
     for (const spec of tables) await db.query(`DROP TABLE IF EXISTS ${spec.table}_load`).catch(() => {})
-    if (err instanceof LoadRefused && files.length && progress !== false) out.write(formatSummary({ files, rejectsFile, seconds: seconds(started), phases }))
+    if (err instanceof LoadRefused && files.length && progress !== false) {
+      out.write(formatSummary({ files, rejectsFile, seconds: seconds(started), phases }))
+    }
     throw err
   }
   const summary = { files, tables: tables.map((s) => s.table), rejectsFile, seconds: seconds(started), phases }
@@ -170,12 +189,19 @@ async function statFile (dir, file) {
 // no more than maxRejectRatio of the rows read (or no more than REJECTS_ALLOWED).
 function plausible (f, { minRows, maxRejectRatio }) {
   const n = (x) => x.toLocaleString('en-US')
-  const why = Object.entries(f.reasons).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([r, c]) => `${r} ${n(c)}`).join(', ')
+  const why = Object.entries(f.reasons)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([r, c]) => `${r} ${n(c)}`)
+    .join(', ')
   if (f.loaded < minRows) {
-    throw new LoadRefused(`${f.file}: ${n(f.loaded)} rows loaded (${n(f.read)} read${f.rejected ? `, ${n(f.rejected)} rejected: ${why}` : ''}), fewer than --min-rows ${n(minRows)}`)
+    const rejected = f.rejected ? `, ${n(f.rejected)} rejected: ${why}` : ''
+    throw new LoadRefused(`${f.file}: ${n(f.loaded)} rows loaded (${n(f.read)} read${rejected}), ` +
+      `fewer than --min-rows ${n(minRows)}`)
   }
   if (f.rejected > REJECTS_ALLOWED && f.rejected > maxRejectRatio * f.read) {
-    throw new LoadRefused(`${f.file}: ${n(f.rejected)} of ${n(f.read)} rows rejected (${why}), more than --max-reject-ratio ${maxRejectRatio}`)
+    throw new LoadRefused(`${f.file}: ${n(f.rejected)} of ${n(f.read)} rows rejected (${why}), ` +
+      `more than --max-reject-ratio ${maxRejectRatio}`)
   }
 }
 
@@ -197,8 +223,19 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out, maxRecor
   const ids = new IdSet()
   if (pkIndex !== -1) keys.set(spec.table, ids)
 
-  const result = { file: spec.file, table: spec.table, read: 0, loaded: 0, rejected: 0, reasons: {}, fixes: {}, bytes: size }
-  const meter = progress === false ? null : createProgress({ stream: out, tty: progress === true, label: spec.file, totalBytes: size })
+  const result = {
+    file: spec.file,
+    table: spec.table,
+    read: 0,
+    loaded: 0,
+    rejected: 0,
+    reasons: {},
+    fixes: {},
+    bytes: size
+  }
+  const meter = progress === false
+    ? null
+    : createProgress({ stream: out, tty: progress === true, label: spec.file, totalBytes: size })
   let order = null // CSV position of each column, from the header
   let header
   let lastKey = 0
@@ -212,7 +249,10 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out, maxRecor
   }
   const onRecord = (fields, line, raw) => {
     if (!order) {
-      if (fields.tooLong) throw new LoadRefused(`${spec.file}: the header is longer than --max-record-length ${maxRecord}: not a CSV file?`)
+      if (fields.tooLong) {
+        throw new LoadRefused(`${spec.file}: the header is longer than --max-record-length ${maxRecord}: ` +
+          'not a CSV file?')
+      }
       header = fields.map((h) => h.trim())
       order = names.map((n) => {
         const at = header.findIndex((h) => h === n || spec.aliases?.[n]?.includes(h))
@@ -257,14 +297,15 @@ async function copyFile ({ db, dir, spec, keys, rejects, progress, out, maxRecor
   await db.query('BEGIN')
   let copy
   try {
-    await db.query(`CREATE TABLE ${load} (LIKE ${spec.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE)`)
+    await db.query(`CREATE TABLE ${load} (LIKE ${spec.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS ` +
+      'INCLUDING COMPRESSION INCLUDING STORAGE)')
     copy = db.copy(`COPY ${load} (${columns.join(', ')}) FROM STDIN WITH (FREEZE)`)
     const copied = finished(copy)
     copied.catch(() => {}) // awaited below; an early failure must not be an unhandled rejection
     const parser = new CsvParser(onRecord, { maxRecord })
     let bytes = 0
     // 64 KiB chunks: a chunk's text, the record left over and the substrings cut from them stay in
-    // V8's young generation (1 MiB chunks: 1.6x the time and 80 MB more memory).
+    // V8's young generation (larger chunks took more time and more memory).
     for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 16 })) {
       bytes += Buffer.byteLength(chunk) // progress in bytes of the file, not characters
       parser.push(chunk)
@@ -315,7 +356,9 @@ export async function buildIndexes (db, table) {
 async function plainIndexes (db, table) {
   const { rows } = await db.query(
     `SELECT i.relname AS name, pg_get_indexdef(i.oid) AS def FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-     WHERE x.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)`, [table])
+     WHERE x.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)`,
+    [table]
+  )
   return rows
 }
 
@@ -324,7 +367,10 @@ async function plainIndexes (db, table) {
  * are asked for with a short lock_timeout (SWAP_LOCK_TIMEOUT_MS) and asked for again until
  * `swapWaitSeconds` have passed; then LoadRefused (the new tables stay `<table>_load`).
  */
-export async function swap (db, specs, { swapWaitSeconds = LOAD_DEFAULTS.swapWaitSeconds, lockTimeoutMs = SWAP_LOCK_TIMEOUT_MS } = {}) {
+export async function swap (db, specs, {
+  swapWaitSeconds = LOAD_DEFAULTS.swapWaitSeconds,
+  lockTimeoutMs = SWAP_LOCK_TIMEOUT_MS
+} = {}) {
   const deadline = Date.now() + swapWaitSeconds * 1000
   for (let attempt = 1; ; attempt++) {
     try {
@@ -332,7 +378,8 @@ export async function swap (db, specs, { swapWaitSeconds = LOAD_DEFAULTS.swapWai
     } catch (err) {
       if (err.code !== '55P03') throw err // lock_not_available: a reader holds a table longer than the lock_timeout
       if (Date.now() + lockTimeoutMs >= deadline) {
-        throw new LoadRefused(`swap: could not lock ${specs.map((s) => s.table).join(', ')} in ${attempt} tries over ${swapWaitSeconds} s (--swap-wait): a long transaction is reading them`)
+        throw new LoadRefused(`swap: could not lock ${specs.map((s) => s.table).join(', ')} in ${attempt} tries ` +
+          `over ${swapWaitSeconds} s (--swap-wait): a long transaction is reading them`)
       }
       await sleep(lockTimeoutMs)
     }
@@ -351,10 +398,15 @@ async function swapOnce (db, specs, lockTimeoutMs) {
       const indexes = await plainIndexes(db, table)
       await db.query(`DROP TABLE ${table}`)
       await db.query(`ALTER TABLE ${table}_load RENAME TO ${table}`)
-      for (const c of constraints) await db.query(`ALTER TABLE ${table} RENAME CONSTRAINT ${c.conname}_load TO ${c.conname}`)
+      for (const c of constraints) {
+        await db.query(`ALTER TABLE ${table} RENAME CONSTRAINT ${c.conname}_load TO ${c.conname}`)
+      }
       for (const i of indexes) await db.query(`ALTER INDEX ${i.name}_load RENAME TO ${i.name}`)
       if (sequence) {
-        await db.query(`SELECT setval($1::regclass, coalesce(max(${primaryKey}), 1), max(${primaryKey}) IS NOT NULL) FROM ${table}`, [sequence])
+        await db.query(
+          `SELECT setval($1::regclass, coalesce(max(${primaryKey}), 1), max(${primaryKey}) IS NOT NULL) FROM ${table}`,
+          [sequence]
+        )
       }
     }
     await db.query('COMMIT')
@@ -370,10 +422,17 @@ function formatSummary ({ files, rejectsFile, seconds, phases }) {
   for (const f of files) {
     const why = Object.entries(f.reasons).map(([r, c]) => `${r}: ${n(c)}`)
     const fixed = Object.entries(f.fixes).map(([r, c]) => `fixed ${r}: ${n(c)}`)
-    lines.push(`${f.file.padEnd(15)} ${n(f.read).padStart(11)} ${n(f.loaded).padStart(11)} ${n(f.rejected).padStart(11)}  ${[...why, ...fixed].join(', ') || '-'}`)
+    const counts = `${n(f.read).padStart(11)} ${n(f.loaded).padStart(11)} ${n(f.rejected).padStart(11)}`
+    lines.push(`${f.file.padEnd(15)} ${counts}  ${[...why, ...fixed].join(', ') || '-'}`)
   }
-  const total = files.reduce((a, f) => ({ read: a.read + f.read, loaded: a.loaded + f.loaded, rejected: a.rejected + f.rejected }), { read: 0, loaded: 0, rejected: 0 })
-  lines.push(`${'total'.padEnd(15)} ${n(total.read).padStart(11)} ${n(total.loaded).padStart(11)} ${n(total.rejected).padStart(11)}`)
-  lines.push(`${seconds} s (${Object.entries(phases).map(([p, s]) => `${p} ${s} s`).join(', ')}); rejected rows: ${rejectsFile}`, '')
+  const total = files.reduce((a, f) => ({
+    read: a.read + f.read,
+    loaded: a.loaded + f.loaded,
+    rejected: a.rejected + f.rejected
+  }), { read: 0, loaded: 0, rejected: 0 })
+  const totalCounts = `${n(total.read).padStart(11)} ${n(total.loaded).padStart(11)} ${n(total.rejected).padStart(11)}`
+  lines.push(`${'total'.padEnd(15)} ${totalCounts}`)
+  const phaseTimes = Object.entries(phases).map(([p, s]) => `${p} ${s} s`).join(', ')
+  lines.push(`${seconds} s (${phaseTimes}); rejected rows: ${rejectsFile}`, '')
   return lines.join('\n')
 }

@@ -12,7 +12,8 @@ export function createProgress ({ stream = process.stderr, tty = Boolean(stream.
     const rate = bytes / secs
     const eta = rate > 0 ? Math.max(0, (total - bytes) / rate) : 0
     const pct = total ? Math.min(100, (100 * bytes) / total) : 100
-    return { pct, text: `${Math.round(rows / secs).toLocaleString('en-US')} rows/s  ${mb(rate)} MB/s  ${mb(bytes)}/${mb(total)} MB  ETA ${eta.toFixed(0)} s` }
+    const rowRate = Math.round(rows / secs).toLocaleString('en-US')
+    return { pct, text: `${rowRate} rows/s  ${mb(rate)} MB/s  ${mb(bytes)}/${mb(total)} MB  ETA ${eta.toFixed(0)} s` }
   }
   return {
     /** `estimatedTotal`: for a source whose size is known only as it goes (a generator). */
@@ -24,7 +25,8 @@ export function createProgress ({ stream = process.stderr, tty = Boolean(stream.
         lastDraw = now
         const { pct, text } = describe(rows, bytes)
         const filled = Math.round((pct / 100) * BAR)
-        stream.write(`\r${label.padEnd(14)} [${'#'.repeat(filled)}${'.'.repeat(BAR - filled)}] ${pct.toFixed(0).padStart(3)}%  ${text}\x1b[K`)
+        const bar = `${'#'.repeat(filled)}${'.'.repeat(BAR - filled)}`
+        stream.write(`\r${label.padEnd(14)} [${bar}] ${pct.toFixed(0).padStart(3)}%  ${text}\x1b[K`)
       } else if (now - lastLine >= 5000) {
         lastLine = now
         const { pct, text } = describe(rows, bytes)
@@ -34,7 +36,9 @@ export function createProgress ({ stream = process.stderr, tty = Boolean(stream.
     done (rows, bytes) {
       const { text } = describe(rows, bytes)
       const secs = ((Date.now() - started) / 1000).toFixed(1)
-      stream.write(`${tty ? '\r' : ''}${label}: ${rows.toLocaleString('en-US')} rows in ${secs} s  (${text.replace(/ {2}ETA.*/, '')})${tty ? '\x1b[K' : ''}\n`)
+      const rates = text.replace(/ {2}ETA.*/, '')
+      const line = `${label}: ${rows.toLocaleString('en-US')} rows in ${secs} s  (${rates})`
+      stream.write(`${tty ? '\r' : ''}${line}${tty ? '\x1b[K' : ''}\n`)
     }
   }
 }

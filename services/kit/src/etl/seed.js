@@ -18,7 +18,8 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
  * @param {object} o
  * @param {() => Promise<{ query: Function, copy: Function, end: Function }>} o.connect  a new
  *   connection (pgTarget of a connected client, plus `end()`)
- * @param {{ table: string, columns: Record<string, 'int4'|'text'|'jsonb'>, sequence?: string, primaryKey?: string }} o.spec
+ * @param {{ table: string, columns: Record<string, 'int4'|'text'|'jsonb'>, sequence?: string,
+ *   primaryKey?: string }} o.spec
  *   columns in the order the rows give them; a text or jsonb value is a string, a Buffer of UTF-8,
  *   or an array of those written one after another (a generator that assembles values from a
  *   pool of pre-encoded pieces spares itself joining and encoding them);
@@ -29,21 +30,35 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
  * @param {number} [o.swapWaitSeconds]   how long the swap keeps asking for its locks (see load.js swap)
  * @returns {{ table, rows, seconds, phases }}
  */
-export async function seedTable ({ connect, spec, parts, rows, streams = availableParallelism(), progress = process.stderr.isTTY ? true : 'lines', out = process.stderr, swapWaitSeconds }) {
+export async function seedTable ({
+  connect,
+  spec,
+  parts,
+  rows,
+  streams = availableParallelism(),
+  progress = process.stderr.isTTY ? true : 'lines',
+  out = process.stderr,
+  swapWaitSeconds
+}) {
   const started = Date.now()
   const { table } = spec
   const load = `${table}_load`
   const names = Object.keys(spec.columns)
   for (const [name, type] of Object.entries(spec.columns)) {
-    if (!['int4', 'text', 'jsonb'].includes(type)) throw new Error(`${table}.${name}: seedTable writes int4, text and jsonb, not ${type}`)
+    if (!['int4', 'text', 'jsonb'].includes(type)) {
+      throw new Error(`${table}.${name}: seedTable writes int4, text and jsonb, not ${type}`)
+    }
   }
   const db = await connect()
   try {
     // Committed before the streams start, so that all of them see it (no WAL-free COPY, which needs
     // the table created in the COPY's own transaction: measured, parallel COPY gains far more).
     await db.query(`DROP TABLE IF EXISTS ${load}`)
-    await db.query(`CREATE TABLE ${load} (LIKE ${table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE)`)
-    const meter = progress === false ? null : createProgress({ stream: out, tty: progress === true, label: table, totalBytes: 0 })
+    await db.query(`CREATE TABLE ${load} (LIKE ${table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS ` +
+      'INCLUDING COMPRESSION INCLUDING STORAGE)')
+    const meter = progress === false
+      ? null
+      : createProgress({ stream: out, tty: progress === true, label: table, totalBytes: 0 })
     let next = 0
     let sent = 0
     let bytes = 0
@@ -64,7 +79,9 @@ export async function seedTable ({ connect, spec, parts, rows, streams = availab
               writer.row(row)
               sent++
               if (writer.full()) {
-                if (failed) throw refused ?? Object.assign(new Error('stopped: another stream failed'), { stopped: true })
+                if (failed) {
+                  throw refused ?? Object.assign(new Error('stopped: another stream failed'), { stopped: true })
+                }
                 const chunk = writer.take()
                 bytes += chunk.length
                 if (!copy.write(chunk)) await once(copy, 'drain')
@@ -100,7 +117,10 @@ export async function seedTable ({ connect, spec, parts, rows, streams = availab
     await swap(db, [spec], { swapWaitSeconds })
     phases.swap = seconds(t0)
     const summary = { table, rows: sent, seconds: seconds(started), phases }
-    if (progress !== false) out.write(`${table}: ${sent.toLocaleString('en-US')} rows in ${summary.seconds} s (${Object.entries(phases).map(([p, s]) => `${p} ${s} s`).join(', ')})\n`)
+    if (progress !== false) {
+      const phaseTimes = Object.entries(phases).map(([p, s]) => `${p} ${s} s`).join(', ')
+      out.write(`${table}: ${sent.toLocaleString('en-US')} rows in ${summary.seconds} s (${phaseTimes})\n`)
+    }
     return summary
   } catch (err) {
     await db.query(`DROP TABLE IF EXISTS ${load}`).catch(() => {})

@@ -51,7 +51,8 @@ export async function migrate (db, { name, migrations }, { log = () => {}, lockT
       await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
     } catch (err) {
       if (err.code !== '55P03') throw err
-      throw new MigrationError(`another migrate run has held the migration lock for more than ${seconds}; it may still be running (pg_stat_activity shows it)`)
+      throw new MigrationError(`another migrate run has held the migration lock for more than ${seconds}; ` +
+        'it may still be running (pg_stat_activity shows it)')
     }
     await client.query(KEYED_BY_SERVICE)
     await client.query(CLAIM, [name, versions])
@@ -68,7 +69,9 @@ export async function migrate (db, { name, migrations }, { log = () => {}, lockT
         await client.query('COMMIT')
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {})
-        const why = err.code === '55P03' ? `waited more than ${seconds} for a lock: a long transaction holds a table it changes` : err.message
+        const why = err.code === '55P03'
+          ? `waited more than ${seconds} for a lock: a long transaction holds a table it changes`
+          : err.message
         throw new MigrationError(`migration ${file} failed, rolled back: ${why}`)
       }
       applied.push(version)

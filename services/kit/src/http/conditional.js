@@ -13,11 +13,13 @@ const LIST = new RegExp(`^(${TAG}([ \\t]*,[ \\t]*${TAG})*)$`)
 const GRAMMAR = '`*` or entity-tags (`"3"`, `"3", W/"4"`); anything else matches no ETag'
 export const ifMatchHeader = {
   type: 'string',
-  description: `${GRAMMAR}. The write happens only if the current ETag is listed (strong comparison: a W/ tag never matches), or with \`*\` if it exists; else 412`
+  description: `${GRAMMAR}. The write happens only if the current ETag is listed (strong comparison: a W/ tag ` +
+    'never matches), or with `*` if it exists; else 412'
 }
 export const ifNoneMatchHeader = {
   type: 'string',
-  description: `${GRAMMAR}. On GET, 304 when the current ETag is listed (weak comparison) or \`*\` and it exists; on a write, 412 instead`
+  description: `${GRAMMAR}. On GET, 304 when the current ETag is listed (weak comparison) or \`*\` and it exists; ` +
+    'on a write, 412 instead'
 }
 
 /** The entity-tags of a header: undefined (absent), '*', or [{ weak, tag }] ([] when it is not a list of them). */
@@ -38,7 +40,10 @@ const versionOf = (tag) => (/^[1-9][0-9]{0,9}$/.test(tag) && +tag <= INT4_MAX ? 
  * names no version of ours is [] (it never matches).
  */
 export function preconditions (headers) {
-  const versions = (tags, strong) => tags.filter((t) => !(strong && t.weak)).map((t) => versionOf(t.tag)).filter((v) => v !== null)
+  const versions = (tags, strong) => tags
+    .filter((t) => !(strong && t.weak))
+    .map((t) => versionOf(t.tag))
+    .filter((v) => v !== null)
   const m = entityTags(headers['if-match'])
   const n = entityTags(headers['if-none-match'])
   return {

@@ -15,14 +15,20 @@ export class UserError extends Error {}
  * @param {object} spec
  * @param {string} spec.usage     the synopsis, e.g. 'node loadtests/ladder.js [options]'
  * @param {string} [spec.summary] what it does, a paragraph
- * @param {Record<string, {type: 'string'|'boolean', value?: string, help: string, default?: *, multiple?: boolean}>} [spec.options]
+ * @param {Record<string, {type: 'string'|'boolean', value?: string, help: string, default?: *,
+ *   multiple?: boolean}>} [spec.options]
  * @param {string[]} [spec.examples]
  * @param {string} [spec.more]    text after the options (commands, notes)
  */
 export function usageText ({ usage, summary, options = {}, examples = [], more }) {
-  const rows = Object.entries({ ...options, help: { type: 'boolean', help: 'print this help and exit' } }).map(([name, o]) => {
+  const rows = Object.entries({
+    ...options,
+    help: { type: 'boolean', help: 'print this help and exit' }
+  }).map(([name, o]) => {
     const flag = `--${name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`
-    const def = o.default !== undefined && o.default !== false && !(Array.isArray(o.default) && !o.default.length) ? ` (default: ${o.default})` : ''
+    const def = o.default !== undefined && o.default !== false && !(Array.isArray(o.default) && !o.default.length)
+      ? ` (default: ${o.default})`
+      : ''
     return [flag, `${o.help ?? ''}${o.multiple ? ' (repeatable)' : ''}${def}`]
   })
   const width = Math.max(...rows.map(([f]) => f.length))
@@ -40,7 +46,12 @@ export function usageText ({ usage, summary, options = {}, examples = [], more }
  */
 export function parseCommand (spec, args = process.argv.slice(2)) {
   const options = Object.fromEntries(Object.entries({ ...spec.options, help: { type: 'boolean', short: 'h' } })
-    .map(([name, { type, default: def, multiple, short }]) => [name, { type, ...(def !== undefined && { default: def }), ...(multiple && { multiple }), ...(short && { short }) }]))
+    .map(([name, { type, default: def, multiple, short }]) => [name, {
+      type,
+      ...(def !== undefined && { default: def }),
+      ...(multiple && { multiple }),
+      ...(short && { short })
+    }]))
   let values
   try {
     ({ values } = parseArgs({ args, options, strict: true, allowPositionals: false }))
@@ -102,7 +113,9 @@ export async function runCommand (name, spec, run, args = process.argv.slice(2))
 /** A whole number ≥ min. */
 export function wholeNumber (values, name, { min = 0 } = {}) {
   const v = values[name]
-  if (!/^\d+$/.test(String(v)) || Number(v) < min) throw new UsageError(`--${name} must be a whole number${min ? ` ≥ ${min}` : ''} (got "${v}")`)
+  if (!/^\d+$/.test(String(v)) || Number(v) < min) {
+    throw new UsageError(`--${name} must be a whole number${min ? ` ≥ ${min}` : ''} (got "${v}")`)
+  }
   return Number(v)
 }
 
@@ -111,7 +124,9 @@ export function numberIn (values, name, { min = -Infinity, max = Infinity } = {}
   const v = values[name]
   const n = Number(v)
   if (String(v).trim() === '' || !Number.isFinite(n) || n < min || n > max) {
-    throw new UsageError(`--${name} must be a number${Number.isFinite(min) ? ` ≥ ${min}` : ''}${Number.isFinite(max) ? ` ≤ ${max}` : ''} (got "${v}")`)
+    const atLeast = Number.isFinite(min) ? ` ≥ ${min}` : ''
+    const atMost = Number.isFinite(max) ? ` ≤ ${max}` : ''
+    throw new UsageError(`--${name} must be a number${atLeast}${atMost} (got "${v}")`)
   }
   return n
 }
@@ -120,7 +135,10 @@ export function numberIn (values, name, { min = -Infinity, max = Infinity } = {}
 export function wholeNumbers (values, name, { min = 0 } = {}) {
   const v = String(values[name])
   const list = v.split(',').map((x) => x.trim())
-  if (!list.every((x) => /^\d+$/.test(x) && Number(x) >= min)) throw new UsageError(`--${name} must be a comma-separated list of whole numbers${min ? ` ≥ ${min}` : ''} (got "${v}")`)
+  if (!list.every((x) => /^\d+$/.test(x) && Number(x) >= min)) {
+    const atLeast = min ? ` ≥ ${min}` : ''
+    throw new UsageError(`--${name} must be a comma-separated list of whole numbers${atLeast} (got "${v}")`)
+  }
   return list.map(Number)
 }
 
@@ -135,7 +153,9 @@ export function oneOf (values, name, allowed) {
 export function someOf (values, name, allowed) {
   const list = String(values[name]).split(',').map((x) => x.trim())
   const bad = list.filter((x) => !allowed.includes(x))
-  if (bad.length || !list.length) throw new UsageError(`--${name} must be a comma-separated list of ${allowed.join(', ')} (got "${values[name]}")`)
+  if (bad.length || !list.length) {
+    throw new UsageError(`--${name} must be a comma-separated list of ${allowed.join(', ')} (got "${values[name]}")`)
+  }
   return list
 }
 
@@ -143,7 +163,9 @@ export function someOf (values, name, allowed) {
 export function settings (values, name) {
   return Object.fromEntries((values[name] ?? []).map((kv) => {
     const i = kv.indexOf('=')
-    if (!/^[A-Z][A-Z0-9_]*$/.test(kv.slice(0, i))) throw new UsageError(`--${name} must be NAME=VALUE with NAME in capitals (got "${kv}")`)
+    if (!/^[A-Z][A-Z0-9_]*$/.test(kv.slice(0, i))) {
+      throw new UsageError(`--${name} must be NAME=VALUE with NAME in capitals (got "${kv}")`)
+    }
     return [kv.slice(0, i), kv.slice(i + 1)]
   }))
 }

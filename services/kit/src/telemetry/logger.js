@@ -2,7 +2,7 @@
 // through redact(): a connection URL in an error message never puts its password in the log.
 import pino from 'pino'
 import pretty from 'pino-pretty'
-import { redact } from './redact.js'
+import { redact } from '../config/redact.js'
 
 const redactError = (err) => {
   const e = pino.stdSerializers.err(err)
@@ -30,7 +30,9 @@ export function createLogger ({ level, name, pretty: isPretty = prettyLogs('auto
     hooks: {
       // The message, and any string field of the merged object (`{ err: err.message }`).
       logMethod (args, method) {
-        method.apply(this, args.map((a) => typeof a === 'string' ? redact(a) : a && typeof a === 'object' && !(a instanceof Error) ? redactFields(a) : a))
+        method.apply(this, args.map((a) => typeof a === 'string'
+          ? redact(a)
+          : a && typeof a === 'object' && !(a instanceof Error) ? redactFields(a) : a))
       }
     }
   }
@@ -51,8 +53,8 @@ function redactFields (o) {
 /**
  * Fastify's childLoggerFactory: a request's logger, which becomes a pino child (the request id bound)
  * only when the request logs a line. Fastify makes one for every request, pino's child() serializes
- * its bindings at once, and with request logging off most requests log nothing: that was about 1 µs
- * and several objects per cached read.
+ * its bindings at once, and with request logging off most requests log nothing: making the child anyway
+ * cost CPU and garbage on every cached read (docs/decisions/0007-request-metrics-in-plain-numbers.md).
  */
 export function lazyRequestLogger (logger, bindings, opts) {
   return new RequestLogger(logger, bindings, opts)

@@ -35,7 +35,8 @@ export function cpuQuota () {
         if (quota && quota !== 'max') quotas.push(Number(quota) / Number(period))
       }
     } else if (controllers?.split(',').includes('cpu')) { // v1: the cpu controller's own hierarchy
-      for (const mount of new Set([`${CGROUP_ROOT}/${controllers}`, `${CGROUP_ROOT}/cpu`])) { // cpu,cpuacct or its cpu link
+      // cpu,cpuacct or its cpu link
+      for (const mount of new Set([`${CGROUP_ROOT}/${controllers}`, `${CGROUP_ROOT}/cpu`])) {
         for (const dir of ancestors(mount, path)) {
           const quota = Number(read(`${dir}/cpu.cfs_quota_us`))
           const period = Number(read(`${dir}/cpu.cfs_period_us`))

@@ -17,8 +17,8 @@ export function createMetrics ({ worker = 0 } = {}) {
   const opts = (o) => ({ registers: [registry], ...o })
 
   // What every request counts is recorded in plain numbers and handed to the registry when a scrape
-  // collects it: prom-client's observe() and inc() check and hash their labels on every call (1.3 µs for
-  // this histogram's, 0.3–0.4 µs a counter's: a tenth of a cached read's CPU in all).
+  // collects it: prom-client's observe() and inc() check and hash their labels on every call, on the
+  // path of every cached read (docs/decisions/0007-request-metrics-in-plain-numbers.md).
   const durations = requestDurations(opts({
     name: 'http_request_duration_seconds',
     help: 'HTTP request duration by route, method and status code',
@@ -62,7 +62,7 @@ export function createMetrics ({ worker = 0 } = {}) {
     help: 'database loads behind cache misses; concurrent misses of one key share one load',
     labelNames: ['keyspace']
   }))
-  // 1 once the worker listens (worker.js sets `serving`): a worker still opening its pool answers
+  // 1 once the worker listens (instance.js sets `serving`): a worker still opening its pool answers
   // scrapes already, but serves nothing yet.
   m.serving = false
   new client.Gauge(opts({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
@@ -121,7 +121,15 @@ function requestDurations ({ name, help, buckets, registers }) {
     observe (method, route, status, seconds, sampled) {
       const key = `${method} ${status} ${route}`
       let s = series.get(key)
-      if (!s) series.set(key, (s = { labels: { method, route, status_code: status }, counts: new Float64Array(buckets.length), count: 0, sum: 0, exemplars: null }))
+      if (!s) {
+        series.set(key, (s = {
+          labels: { method, route, status_code: status },
+          counts: new Float64Array(buckets.length),
+          count: 0,
+          sum: 0,
+          exemplars: null
+        }))
+      }
       let i = 0
       while (i < buckets.length && seconds > buckets[i]) i++
       if (i < buckets.length) s.counts[i]++
@@ -130,7 +138,11 @@ function requestDurations ({ name, help, buckets, registers }) {
       if (sampled) {
         // one per bucket, the +Inf one last; the timestamp in seconds, as OpenMetrics writes it
         s.exemplars ??= new Array(buckets.length + 1)
-        s.exemplars[i] = { labelSet: { trace_id: sampled.traceId, span_id: sampled.spanId }, value: seconds, timestamp: Date.now() / 1000 }
+        s.exemplars[i] = {
+          labelSet: { trace_id: sampled.traceId, span_id: sampled.spanId },
+          value: seconds,
+          timestamp: Date.now() / 1000
+        }
       }
     },
     async get () {
@@ -139,9 +151,19 @@ function requestDurations ({ name, help, buckets, registers }) {
         let below = 0
         buckets.forEach((le, i) => {
           below += counts[i]
-          values.push({ labels: { le, ...labels }, value: below, metricName: `${name}_bucket`, ...(exemplars?.[i] && { exemplar: exemplars[i] }) })
+          values.push({
+            labels: { le, ...labels },
+            value: below,
+            metricName: `${name}_bucket`,
+            ...(exemplars?.[i] && { exemplar: exemplars[i] })
+          })
         })
-        values.push({ labels: { le: '+Inf', ...labels }, value: count, metricName: `${name}_bucket`, ...(exemplars?.[buckets.length] && { exemplar: exemplars[buckets.length] }) })
+        values.push({
+          labels: { le: '+Inf', ...labels },
+          value: count,
+          metricName: `${name}_bucket`,
+          ...(exemplars?.[buckets.length] && { exemplar: exemplars[buckets.length] })
+        })
         values.push({ labels, value: sum, metricName: `${name}_sum` })
         values.push({ labels, value: count, metricName: `${name}_count` })
       }
@@ -181,7 +203,11 @@ export function createProcessMetrics () {
   // kernel's OOM kill the pod runs. No series without a limit.
   const limit = process.constrainedMemory?.() ?? 0
   if (limit > 0 && limit < totalmem()) {
-    new client.Gauge({ name: 'process_memory_limit_bytes', help: 'the memory limit of the process\'s container (cgroup)', registers: [registry] }).set(limit)
+    new client.Gauge({
+      name: 'process_memory_limit_bytes',
+      help: 'the memory limit of the process\'s container (cgroup)',
+      registers: [registry]
+    }).set(limit)
   }
   return registry
 }
@@ -190,7 +216,8 @@ export function createProcessMetrics () {
 export function cacheMetrics (metrics, cache) {
   new client.Gauge({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
     name: 'cache_breaker_open',
-    help: 'worker threads whose Redis circuit breaker is open (reads and writes bypass Redis until a probe finds it back)',
+    help: 'worker threads whose Redis circuit breaker is open ' +
+      '(reads and writes bypass Redis until a probe finds it back)',
     registers: [metrics.registry],
     collect () { this.set(cache.state() === 'bypassed' ? 1 : 0) }
   })
@@ -217,7 +244,9 @@ export const FORMATS = {
 }
 
 /** The format an Accept header asks for: OpenMetrics when it names it (Prometheus does), else the text format. */
-export const formatFor = (accept = '') => (accept.includes('application/openmetrics-text') ? 'openmetrics' : 'prometheus')
+export const formatFor = (accept = '') => (
+  accept.includes('application/openmetrics-text') ? 'openmetrics' : 'prometheus'
+)
 
 /** Sums the JSON of several registries into one exposition in `format` (a key of FORMATS). */
 export async function aggregate (metricsJson, format = 'prometheus') {
@@ -225,7 +254,9 @@ export async function aggregate (metricsJson, format = 'prometheus') {
   // counters of a registry of its own as it writes them, but not those of an aggregated one, which
   // would come out as `<name>_total_total`: the JSON is renamed before the sum instead.
   const json = format === 'openmetrics'
-    ? metricsJson.map((metrics) => metrics.map((m) => (m.type === 'counter' && m.name.endsWith('_total') ? { ...m, name: m.name.slice(0, -'_total'.length) } : m)))
+    ? metricsJson.map((metrics) => metrics.map((m) => (
+        m.type === 'counter' && m.name.endsWith('_total') ? { ...m, name: m.name.slice(0, -'_total'.length) } : m
+      )))
     : metricsJson
   return client.AggregatorRegistry.aggregate(json, FORMATS[format]).metrics()
 }

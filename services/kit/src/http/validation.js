@@ -20,7 +20,13 @@ export const text = (schema = {}) => ({ type: 'string', pattern: TEXT_PATTERN, f
 export const withUnicodeFormat = (ajv) => ajv.addFormat('unicode', (s) => s.isWellFormed())
 
 /** An absolute http(s) URL (a picture, a menu link): never `javascript:`, `data:` or `file:`. */
-export const httpUrl = (maxLength, schema = {}) => ({ type: 'string', format: 'uri', pattern: '^https?://', maxLength, ...schema })
+export const httpUrl = (maxLength, schema = {}) => ({
+  type: 'string',
+  format: 'uri',
+  pattern: '^https?://',
+  maxLength,
+  ...schema
+})
 
 export const INT4_MAX = 2147483647
 /** A path id naming a row of an int4 column: 1…2147483647, in plain digits (`^[1-9][0-9]*$`). */
@@ -49,7 +55,12 @@ function canonicalIntegers (names, validate) {
     for (const name of names) {
       const v = data?.[name]
       if (typeof v === 'string' && !CANONICAL_INTEGER.test(v)) {
-        wrapped.errors = [{ keyword: 'type', instancePath: `/${name}`, params: { type: 'integer' }, message: 'must be integer' }]
+        wrapped.errors = [{
+          keyword: 'type',
+          instancePath: `/${name}`,
+          params: { type: 'integer' },
+          message: 'must be integer'
+        }]
         return false
       }
     }
@@ -67,9 +78,16 @@ function namingTheField (validate) {
   const wrapped = (data) => {
     const ok = validate(data)
     wrapped.errors = validate.errors?.map((e) => {
-      if (e.keyword === 'required') return { ...e, instancePath: `${e.instancePath}/${e.params.missingProperty}`, message: 'is required' }
-      if (e.keyword === 'additionalProperties') return { ...e, instancePath: `${e.instancePath}/${e.params.additionalProperty}`, message: 'is not allowed' }
-      if ((e.keyword === 'pattern' && e.params.pattern === TEXT_PATTERN) || (e.keyword === 'format' && e.params.format === 'unicode')) return { ...e, message: TEXT_RULE }
+      if (e.keyword === 'required') {
+        return { ...e, instancePath: `${e.instancePath}/${e.params.missingProperty}`, message: 'is required' }
+      }
+      if (e.keyword === 'additionalProperties') {
+        return { ...e, instancePath: `${e.instancePath}/${e.params.additionalProperty}`, message: 'is not allowed' }
+      }
+      if ((e.keyword === 'pattern' && e.params.pattern === TEXT_PATTERN) ||
+        (e.keyword === 'format' && e.params.format === 'unicode')) {
+        return { ...e, message: TEXT_RULE }
+      }
       return e
     })
     return ok

@@ -15,7 +15,15 @@
 // instance's tracer: the pg and Redis wrappers and a service's own code need nothing passed to them.
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, createContextKey, trace } from '@opentelemetry/api'
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  context,
+  createContextKey,
+  trace
+} from '@opentelemetry/api'
 
 // In the context of a traced request: { tracing (the instance's), requestId }; of a linked span: { tracing }.
 const TRACED = createContextKey('suite traced')
@@ -44,9 +52,17 @@ export function tracingWanted (config) {
 export async function startTracing (config, service, worker) {
   if (!tracingWanted(config)) return null
   const protocol = config.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? config.OTEL_EXPORTER_OTLP_PROTOCOL
-  const [{ AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { detectResources, envDetector, resourceFromAttributes },
-    { BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TracerProvider }, { OTLPTraceExporter }] = await Promise.all([
-    import('@opentelemetry/context-async-hooks'), import('@opentelemetry/core'), import('@opentelemetry/resources'), import('@opentelemetry/sdk-trace'),
+  const [
+    { AsyncLocalStorageContextManager },
+    { W3CTraceContextPropagator },
+    { detectResources, envDetector, resourceFromAttributes },
+    { BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TracerProvider },
+    { OTLPTraceExporter }
+  ] = await Promise.all([
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace'),
     // The exporter reads its endpoint, headers, timeout and compression from OTEL_EXPORTER_OTLP_* itself.
     import({
       'http/protobuf': '@opentelemetry/exporter-trace-otlp-proto',
@@ -91,7 +107,8 @@ export async function startTracing (config, service, worker) {
       if (!traceNew(request.headers.traceparent)) return
       const parent = propagator.extract(ROOT_CONTEXT, request.headers, headerGetter)
       const route = request.routeOptions.url
-      const span = tracer.startSpan(route ? `${request.method} ${route}` : request.method, { kind: SpanKind.SERVER }, parent)
+      const spanName = route ? `${request.method} ${route}` : request.method
+      const span = tracer.startSpan(spanName, { kind: SpanKind.SERVER }, parent)
       if (span.isRecording()) {
         span.setAttributes({
           'http.request.method': request.method,

@@ -1,9 +1,9 @@
-// One pg Pool per worker thread.
+// One pg Pool per instance, whose queries are bounded in all by their timeouts, and the ways the kit
+// queries it: a prepared statement, a document built by PostgreSQL, several statements on one
+// connection.
 import pg from 'pg'
-import { connectionLost, connectionOptions } from './pg-connection.js'
-import { childSpan, linkedSpan, requestContext } from './tracing.js'
-
-export { connectionLost, connectionOptions, isUnavailable } from './pg-connection.js'
+import { connectionLost, connectionOptions } from './connection.js'
+import { childSpan } from '../telemetry/tracing.js'
 
 /**
  * A pg Pool whose `query` (promise form) bounds the whole wait of a query by its `query_timeout`: the
@@ -24,7 +24,7 @@ export function createPool (config, log, applicationName) {
     ...connectionOptions(config.DATABASE_URL, config.DATABASE_PASSWORD),
     max: config.PG_POOL_MAX,
     // Connections above `min` close after 30 s idle. A new one costs a request its connect and the
-    // re-preparing of its statements (milliseconds: the tail at a steady 1K RPS), so by default none close.
+    // re-preparing of its statements (milliseconds, in the latency tail), so by default none close.
     min: Math.min(config.PG_POOL_MIN ?? config.PG_POOL_MAX, config.PG_POOL_MAX),
     connectionTimeoutMillis: config.PG_CONNECT_TIMEOUT_MS,
     // Two bounds on a query: the server's (the statement is cancelled, the connection stays usable)
@@ -65,7 +65,8 @@ export function prepared (pool, { name, text }, values) {
 
 // A statement's span is named by its prepared statement's name, or its first keyword (BEGIN, COMMIT…):
 // never its text or a bound value.
-const statementName = (query) => query.name ?? query.summary ?? /^\s*(\w+)/.exec(query.text)?.[1]?.toUpperCase() ?? 'query'
+const statementName = (query) =>
+  query.name ?? query.summary ?? /^\s*(\w+)/.exec(query.text)?.[1]?.toUpperCase() ?? 'query'
 const statementAttributes = (pool, query) => ({
   'db.system.name': 'postgresql',
   'db.namespace': pool.options.database,
@@ -102,12 +103,18 @@ export async function withClient (pool, fn) {
   client.on('error', onError)
   const conn = {
     query (config, values) {
-      const query = typeof config === 'string' ? { text: config, values } : { ...config, ...(values !== undefined && { values }) }
+      const query = typeof config === 'string'
+        ? { text: config, values }
+        : { ...config, ...(values !== undefined && { values }) }
       if (deadline !== Infinity) query.query_timeout = Math.max(1, Math.round(deadline - performance.now()))
-      return childSpan(statementName(query), () => statementAttributes(pool, query), () => client.query(query).catch((err) => {
-        if (connectionLost(err)) lost ??= err
-        throw err
-      }))
+      return childSpan(
+        statementName(query),
+        () => statementAttributes(pool, query),
+        () => client.query(query).catch((err) => {
+          if (connectionLost(err)) lost ??= err
+          throw err
+        })
+      )
     }
   }
   try {
@@ -116,77 +123,4 @@ export async function withClient (pool, fn) {
     client.off('error', onError)
     client.release(lost)
   }
-}
-
-/**
- * Reads of one key share one load, the read side of group commit: a read that arrives while its key's
- * load is in flight waits for that load to end and then shares the next one with every read that
- * arrived meanwhile. A read never gets the answer of a load that began before it arrived, so it sees
- * every write acknowledged before it was sent: sharing changes the cost, never the answer. Under a
- * crowd of identical reads (dashboards polling one page) one query answers them all; alone, a read
- * runs its load at once. A read waits for at most two loads (the one in flight, then its own), each
- * bounded by the load's own timeouts; nothing is kept once a key's loads are done.
- * Returns read(key, load): load() is the first waiting read's, called once for all of them.
- */
-export function sharedReads () {
-  const keys = new Map() // key -> { running, next: { promise, resolve, reject, load, contexts } | null }
-  function start (key, state) {
-    const group = state.next
-    state.next = null
-    state.running = true
-    linkedSpan('shared read', group.contexts, () => ({}), () => new Promise((resolve) => resolve(group.load()))).then(group.resolve, group.reject).finally(() => {
-      state.running = false
-      if (state.next) start(key, state)
-      else keys.delete(key)
-    })
-  }
-  return function read (key, load) {
-    let state = keys.get(key)
-    if (!state) keys.set(key, state = { running: false, next: null })
-    state.next ??= { ...Promise.withResolvers(), load, contexts: [] }
-    const traced = requestContext()
-    if (traced) state.next.contexts.push(traced)
-    const { promise } = state.next
-    if (!state.running) start(key, state)
-    return promise
-  }
-}
-
-/**
- * Loads by id, batched: the ids asked in one turn of the event loop go to PostgreSQL as ONE query,
- * `loadMany(ids)` resolving to a Map id → row (an id it lacks resolves to undefined). The cache misses
- * that came in together so cost one round trip, one statement and one wake-up of a backend instead of
- * one each. A batch holds at most `max` ids (the next ones start another); a failure fails each read
- * of its batch, as their own queries would have. A read is sent after it arrived, so it sees every
- * write acknowledged before it: batching changes the cost, never the answer.
- * Returns load(id).
- */
-export function batchedLoads (loadMany, { max = 100 } = {}) {
-  let batch = null // id -> its read, this turn
-  let contexts = null // the traced requests of this batch (one span, linked to each)
-  function run (ids, traced) {
-    linkedSpan('batched load', traced, () => ({ 'suite.batch.ids': ids.size }), () => loadMany([...ids.keys()])).then(
-      (rows) => { for (const [id, read] of ids) read.resolve(rows.get(id)) },
-      (err) => { for (const read of ids.values()) read.reject(err) })
-  }
-  return function load (id) {
-    if (!batch || batch.size >= max) {
-      const ids = batch = new Map()
-      const traced = contexts = []
-      setImmediate(() => { if (batch === ids) batch = null; run(ids, traced) })
-    }
-    const traced = requestContext()
-    if (traced) contexts.push(traced)
-    let read = batch.get(id)
-    if (!read) batch.set(id, read = Promise.withResolvers())
-    return read.promise
-  }
-}
-
-/**
- * batchedLoads over one prepared statement: `query` takes the ids as an array in $1 and returns a
- * row per id found, with its `id` column. Returns load(id), resolving to that id's row or undefined.
- */
-export function batchedRows (pool, query) {
-  return batchedLoads(async (ids) => new Map((await pool.query(prepared(pool, query, [ids]))).rows.map((row) => [row.id, row])))
 }

@@ -2,7 +2,7 @@
 // keep-alive connection at once, and a client that is sending its next request on one at that instant
 // gets a reset; closing the listening socket resets the connections still waiting in its accept queue.
 // Instead each connection ends on its own terms: a request in progress is answered with
-// `Connection: close` (app.js sets it while draining) and Node closes the connection after that answer;
+// `Connection: close` (request-id.js sets it while draining) and Node closes the connection after that answer;
 // a connection is closed by the server only once it has been idle for DRAIN_IDLE_MS since the drain
 // began, when a client is unlikely to be writing on it (by then it has had answers with `Connection:
 // close` on its other connections and stopped sending here). And the port keeps accepting until no new
@@ -43,16 +43,21 @@ export function trackConnections (server) {
   /**
    * Waits until every connection has ended and no new one has come for DRAIN_IDLE_MS (or
    * DRAIN_ACCEPT_MAX_MS have passed), then stops listening; meanwhile closes the connections idle for
-   * DRAIN_IDLE_MS (counted from now at the earliest). After `timeoutMs` the port is closed and the connections left are destroyed: resolves
-   * to their count.
+   * DRAIN_IDLE_MS (counted from now at the earliest). After `timeoutMs` the port is closed and the
+   * connections left are destroyed: resolves to their count.
    */
   async function drain (timeoutMs) {
     const began = performance.now()
     const deadline = began + timeoutMs
     let listening = true
-    const stopListening = () => { if (listening) Server.prototype.close.call(server); listening = false } // the listening socket only: see above
+    const stopListening = () => { // the listening socket only: see above
+      if (listening) Server.prototype.close.call(server)
+      listening = false
+    }
     for (let now = began; now < deadline; now = performance.now()) {
-      for (const [socket, s] of sockets) if (s.busy === 0 && now - Math.max(s.idleSince, began) >= DRAIN_IDLE_MS) socket.destroy()
+      for (const [socket, s] of sockets) {
+        if (s.busy === 0 && now - Math.max(s.idleSince, began) >= DRAIN_IDLE_MS) socket.destroy()
+      }
       if (now - Math.max(lastConnection, began) >= DRAIN_IDLE_MS || now - began >= DRAIN_ACCEPT_MAX_MS) stopListening()
       if (!listening && !sockets.size) return 0
       await sleep(50)
