@@ -10,13 +10,18 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { freePortBlock, childrenOf } from '@suite/kit/testing'
 import { commandLine, wholeNumber } from '@suite/kit/args'
 import { PORT_OFFSETS } from '../services/list.js'
-import { launcherCommand } from './start-command.js'
+import { launcherCommand } from './start/command.js'
 
 const values = commandLine('bench:start', {
   usage: 'npm run bench:start [-- --sample-size N] [--workers N]',
   summary: 'The memory (RSS and PSS) npm start takes once every service is ready, per process and in all.',
   options: {
-    'sample-size': { type: 'string', value: 'N', default: '2000', help: 'products, restaurants and menus generated (npm start\'s SAMPLE_SIZE)' },
+    'sample-size': {
+      type: 'string',
+      value: 'N',
+      default: '2000',
+      help: 'products, restaurants and menus generated (npm start\'s SAMPLE_SIZE)'
+    },
     workers: { type: 'string', value: 'N', help: 'WORKERS of each service (default: npm start\'s)' }
   },
   examples: ['npm run bench:start', 'npm run bench:start -- --workers 1']
@@ -26,7 +31,8 @@ const values = commandLine('bench:start', {
   return v
 })
 
-const kb = (pid, file, field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/${file}`, 'utf8'))?.[1] ?? 0)
+const kb = (pid, file, field) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/${file}`, 'utf8'))?.[1] ?? 0)
 const mb = (k) => (k / 1024).toFixed(0)
 // Any process the launcher left running (it starts none once ready): by its command line.
 const nameOf = (pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, 2).join(' ')
@@ -35,7 +41,13 @@ const port = await freePortBlock(PORT_OFFSETS)
 const { DATABASE_URL, DATABASE_PASSWORD, REDIS_URL, ...env } = process.env
 const [node, ...launcher] = launcherCommand()
 const child = spawn(node, launcher, {
-  env: { ...env, PORT: String(port), SAMPLE_SIZE: values['sample-size'], LOG_LEVEL: 'warn', ...(values.workers && { WORKERS: values.workers }) },
+  env: {
+    ...env,
+    PORT: String(port),
+    SAMPLE_SIZE: values['sample-size'],
+    LOG_LEVEL: 'warn',
+    ...(values.workers && { WORKERS: values.workers })
+  },
   stdio: ['ignore', 'pipe', 'inherit']
 })
 let out = ''
@@ -56,7 +68,8 @@ const rows = [child.pid, ...childrenOf(child.pid)].map((pid) => ({
 child.kill('SIGTERM')
 await new Promise((resolve) => child.on('exit', resolve))
 
-console.log(`\nnpm start, SAMPLE_SIZE ${values['sample-size']}, WORKERS ${values.workers ?? 'npm start\'s default'}: ready in ${readyAfter.toFixed(1)} s\n`)
+console.log(`\nnpm start, SAMPLE_SIZE ${values['sample-size']}, ` +
+  `WORKERS ${values.workers ?? 'npm start\'s default'}: ready in ${readyAfter.toFixed(1)} s\n`)
 console.log('| process | RSS MB | PSS MB | threads |\n| --- | ---: | ---: | ---: |')
 for (const r of rows) console.log(`| ${r.process} | ${mb(r.rss)} | ${mb(r.pss)} | ${r.threads} |`)
 const sum = (k) => mb(rows.reduce((s, r) => s + r[k], 0))

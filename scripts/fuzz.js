@@ -28,7 +28,10 @@ const seeds = [FIXED_SEED, Number(opts.seed ?? new Date().toISOString().slice(0,
 
 // Each service of services/list.js with the data it is fuzzed on: a small generated set (in `dir`),
 // loaded by its own commands.
-const SERVICES = Object.fromEntries(LIST.map((s) => [s.name, (dir) => s.data ? [['generate', `--${s.data.option}`, '300', '--out', dir], ['load', '--dir', dir]] : []]))
+const SERVICES = Object.fromEntries(LIST.map((s) => [
+  s.name,
+  (dir) => s.data ? [['generate', `--${s.data.option}`, '300', '--out', dir], ['load', '--dir', dir]] : []
+]))
 const only = opts.only ? opts.only.split(',') : Object.keys(SERVICES)
 
 provisionFor('fuzz', 'test:fuzz')
@@ -58,7 +61,8 @@ try {
     await service.stop()
     running.pop()
   }
-  console.log('\nschemathesis %s, every check (scripts/schemathesis.toml), phases examples,coverage,fuzzing,stateful, --max-examples %s', SCHEMATHESIS, opts['max-examples'])
+  console.log('\nschemathesis %s, every check (scripts/fuzz/schemathesis.toml), ' +
+    'phases examples,coverage,fuzzing,stateful, --max-examples %s', SCHEMATHESIS, opts['max-examples'])
   console.log('| service | seed | operations | test cases | failures |\n| --- | --- | --- | --- | --- |')
   for (const r of summary) console.log(`| ${r.name} | ${r.seed} | ${r.operations} | ${r.cases} | ${r.failures} |`)
   // One line per run of schemathesis, then the count of runs in the form CI reads.
@@ -92,7 +96,7 @@ function run (cmd, args, env = {}) {
 async function fuzz (name, url, seed) {
   const report = join(work, `${name}-${seed}.json`)
   const args = [
-    '--config-file', join(root, 'scripts', 'schemathesis.toml'),
+    '--config-file', join(root, 'scripts', 'fuzz', 'schemathesis.toml'),
     'run', `${url}/docs/json`, // every check: [checks] enabled = true in the file
     '--phases', 'examples,coverage,fuzzing,stateful',
     '--seed', String(seed),
@@ -106,7 +110,8 @@ async function fuzz (name, url, seed) {
   // In the run's folder: schemathesis and Hypothesis write their caches beside them, not into the clone.
   const child = spawn(st, args, { cwd: work, stdio: ['ignore', 'inherit', 'inherit'] })
   const exitCode = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))))
-  const r = JSON.parse(await readFile(report, 'utf8').catch(() => 'null')) ?? { operations: {}, test_cases: {}, errors: ['no report'] }
+  const r = JSON.parse(await readFile(report, 'utf8').catch(() => 'null')) ??
+    { operations: {}, test_cases: {}, errors: ['no report'] }
   return {
     name,
     seed,

@@ -1,6 +1,6 @@
 // `npm start`: the suite on one machine with nothing installed but Node.
 // Without DATABASE_URL, PostgreSQL is PGlite (PostgreSQL compiled to WebAssembly) in this process,
-// served on a loopback port by pglite-server.js (with a password made for this start), so each
+// served on a loopback port by start/pglite-server.js (with a password made for this start), so each
 // service runs its ordinary `pg` code. Without REDIS_URL each worker caches in memory. Small generated
 // data sets (products, restaurants, menus) are loaded into empty tables. Set DATABASE_URL / REDIS_URL
 // to use real servers instead.
@@ -13,8 +13,8 @@ import pg from 'pg'
 import { migrate, redact, connectionOptions } from '@suite/kit'
 import { hostService } from '@suite/kit/cli'
 import { pgTarget, pgliteTarget } from '@suite/kit/etl'
-import { servePglite } from './pglite-server.js'
-import { emptyDataDir } from './pglite-datadir.js'
+import { servePglite } from './start/pglite-server.js'
+import { emptyDataDir } from './start/pglite-datadir.js'
 import { SERVICES, PORT_OFFSETS } from '../services/list.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -33,9 +33,13 @@ const services = SERVICES.map((s, i) => ({ ...s, port: PORT + PORT_OFFSETS[i], d
 for (const s of services) {
   const server = createServer()
   try {
-    await new Promise((resolve, reject) => server.once('error', reject).listen({ host: HOST, port: s.port, exclusive: true }, resolve))
+    await new Promise((resolve, reject) => server.once('error', reject)
+      .listen({ host: HOST, port: s.port, exclusive: true }, resolve))
   } catch (err) {
-    log(`cannot start ${s.name} on ${HOST}:${s.port}: ${err.code === 'EADDRINUSE' ? 'the port is in use (is the suite already running? PORT=… moves them all)' : err.message}`)
+    const why = err.code === 'EADDRINUSE'
+      ? 'the port is in use (is the suite already running? PORT=… moves them all)'
+      : err.message
+    log(`cannot start ${s.name} on ${HOST}:${s.port}: ${why}`)
     process.exit(1)
   }
   await new Promise((resolve) => server.close(resolve))
@@ -58,10 +62,10 @@ if (!databaseUrl) {
   // Loaded only when used: PGlite's WebAssembly PostgreSQL is not wanted beside real servers.
   const { PGlite } = await import('@electric-sql/pglite')
   // PostgreSQL's 128 MB of shared buffers would live in PGlite's WebAssembly memory, which never
-  // shrinks; the samples fit in far less (npm run bench:start: 16 MB takes ~150 MB off the launcher).
-  // The cluster comes made (pglite-datadir.js): initdb here would leave ~300 MB more behind. Its
-  // files live in a folder of this run: in memory, PGlite keeps them in ArrayBuffers (~100 MB more
-  // RSS, growing with the data). Removed at stop, or by the next start if this one was killed.
+  // shrinks; the samples fit in far less. The cluster comes made (start/pglite-datadir.js): initdb here would
+  // leave its memory behind for good. Its files live in a folder of this run: in memory, PGlite would
+  // keep them in ArrayBuffers, RSS growing with the data. Removed at stop, or by the next start if this
+  // one was killed. Where the memory goes: docs/npm-start.md#memory.
   removeLeftRuns()
   const dataDir = `${runsDir}pglite-run-${process.pid}`
   const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']
@@ -74,7 +78,8 @@ if (!databaseUrl) {
   databaseUrl = `postgres://postgres@127.0.0.1:${server.port}/postgres`
   databasePassword = server.password
   embedded = { db, server, dataDir }
-  log(`embedded PostgreSQL (PGlite, files in .data/pglite-run-${process.pid}) at ${databaseUrl} (password generated for this run)`)
+  log(`embedded PostgreSQL (PGlite, files in .data/pglite-run-${process.pid}) at ${databaseUrl} ` +
+    '(password generated for this run)')
 }
 
 const client = new pg.Client(connectionOptions(databaseUrl, databasePassword))
@@ -90,7 +95,12 @@ for (const s of services) {
   const dir = `${root}.data/sample-${s.name}-${SAMPLE_SIZE}`
   if (!existsSync(`${dir}/manifest.json`)) await etl.generate({ out: dir, [s.data.option]: SAMPLE_SIZE, seed: 1 })
   // PGlite's wire protocol has no COPY FROM STDIN; the loader copies into it in process instead.
-  await etl.load({ db: embedded ? pgliteTarget(embedded.db) : pgTarget(client), dir, rejectsFile: `${dir}/rejects.csv`, progress: false })
+  await etl.load({
+    db: embedded ? pgliteTarget(embedded.db) : pgTarget(client),
+    dir,
+    rejectsFile: `${dir}/rejects.csv`,
+    progress: false
+  })
 }
 await client.end()
 
@@ -112,9 +122,9 @@ const env = {
   })
 }
 // Every service runs in this process, each on its own worker threads: one Node process instead of
-// five saves a main thread and Node itself per service (~70 MB each: npm run bench:start). The
-// workers' young generation stays small too (package.json's --max-semi-space-size=1 is V8's, so every
-// thread's): a laptop's quick start needs memory more than the last per cent of throughput.
+// five saves a main thread and Node itself per service (docs/decisions/0012-pglite-for-npm-start.md).
+// The workers' young generation stays small too (package.json's --max-semi-space-size=1 is V8's, so
+// every thread's): a laptop's quick start needs memory more than the last per cent of throughput.
 const serviceEnv = (s) => ({ ...env, PORT: String(s.port) })
 let stopping = false
 const running = [] // each service's { close } once its workers listen
@@ -147,7 +157,9 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => s
 // npm does not always pass a signal on (SIGTERM to npm leaves its script running): when the parent
 // goes, this process is re-parented, and that is the signal.
 const parent = process.ppid
-setInterval(() => { if (process.ppid !== parent) { log('the parent process is gone; stopping'); stop(0) } }, 500).unref()
+setInterval(() => {
+  if (process.ppid !== parent) { log('the parent process is gone; stopping'); stop(0) }
+}, 500).unref()
 
 await Promise.all(started)
 await Promise.all(services.map((s) => waitReady(s)))
@@ -156,7 +168,8 @@ for (const s of services) {
   log(`${s.name} ready: ${s.samples.map((u) => base + u).join('  ')}`)
   log(`${s.name} docs: ${base}/docs  metrics: ${base}/metrics`)
 }
-log(`listening on ${HOST} (HOST to change); cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)
+log(`listening on ${HOST} (HOST to change); ` +
+  `cache: ${process.env.REDIS_URL ? process.env.REDIS_URL : 'in-process (set REDIS_URL for Redis)'}; Ctrl-C stops`)
 
 // Ready: its workers listen on its port (hostService resolved), and its /readyz answers 200 within
 // READY_WAIT_MS; each check may take 2 s (a port whose owner accepts and never answers must not hang us).
@@ -174,6 +187,9 @@ async function waitReady (s) {
     }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  if (!stopping) { log(`${s.name} did not become ready in ${READY_WAIT_MS / 1000} s (its last /readyz: ${last}); stopping`); await stop(1) }
+  if (!stopping) {
+    log(`${s.name} did not become ready in ${READY_WAIT_MS / 1000} s (its last /readyz: ${last}); stopping`)
+    await stop(1)
+  }
   return new Promise(() => {})
 }

@@ -16,7 +16,9 @@ import { provisionFor } from './provision.js'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const patterns = process.argv.slice(2)
 const whole = !patterns.length
-const files = whole ? ['services/*/test/**/*.test.js', 'scripts/*.test.js', 'charts/test/*.test.js', 'loadtests/test/*.test.js'] : patterns
+const files = whole
+  ? ['services/*/test/**/*.test.js', 'scripts/test/*.test.js', 'charts/test/*.test.js', 'loadtests/test/*.test.js']
+  : patterns
 
 // PostgreSQL, Redis, nginx, Prometheus and the Go tools: installed where missing (one line a step).
 provisionFor('test', 'npm test')
@@ -25,8 +27,8 @@ provisionFor('test', 'npm test')
 // its own gets `services`'. Raise a floor when coverage rises; a change that leaves code untested
 // fails here. The root: scripts/ and loadtests/ (not counted: the benchmarks and explain, run by
 // hand; fuzz and the fault suite, CI stages of their own; k8s/e2e, on a cluster).
-// Set a point or so below a full run's figures (2026-11-25: kit 98.4, product 99.6, profile 100,
-// menu 100, flows 98.5, root 61.8): fault paths reached by timing vary a little between runs.
+// Set a point or so below what a full run reaches (npm test prints it, per workspace): fault paths
+// reached by timing vary a little between runs.
 const COVERAGE_FLOORS = {
   services: 85,
   'services/kit': 97,
@@ -38,13 +40,19 @@ const COVERAGE_FLOORS = {
 }
 const floorOf = (ws) => COVERAGE_FLOORS[ws] ?? COVERAGE_FLOORS.services
 const COVERED = ['services/*/src/**', 'services/*/etl/**', 'scripts/**', 'loadtests/lib/**', 'loadtests/*.js']
-const NOT_COVERED = ['**/*.test.js', 'scripts/bench/**', 'scripts/bench*.js', 'scripts/explain.js', 'scripts/fuzz.js', 'scripts/faults.js', 'scripts/faults/**', 'scripts/tools.sh']
+const NOT_COVERED = [
+  '**/*.test.js', 'scripts/bench/**', 'scripts/bench*.js', 'scripts/explain.js', 'scripts/fuzz.js',
+  'scripts/faults.js', 'scripts/faults/**', 'scripts/tools.sh'
+]
 
 let lint = 0
 if (whole) {
   console.log('npm test: eslint .')
-  lint = spawnSync(process.execPath, [join(root, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', '.'], { cwd: root, stdio: 'inherit' }).status ?? 1
-  console.log(lint ? 'npm test: eslint found problems (npm run lint -- --fix fixes the style ones)' : 'npm test: eslint: no problems')
+  lint = spawnSync(process.execPath, [join(root, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', '.'],
+    { cwd: root, stdio: 'inherit' }).status ?? 1
+  console.log(lint
+    ? 'npm test: eslint found problems (npm run lint -- --fix fixes the style ones)'
+    : 'npm test: eslint: no problems')
 }
 
 let pgServer, redis
@@ -58,9 +66,10 @@ try {
 }
 
 const coverageDir = whole ? mkdtempSync(join(tmpdir(), 'suite-coverage-')) : null
-// Three files at once: most of them wait on servers, timeouts and faults (a run is ~70% CPU-busy on
-// 2 cores with two at once). Measured on 2 cores, whole run: 2 at once 269 s, 3 → 211 s, 4 → 203 s.
-const child = spawn(process.execPath, ['--test', '--test-concurrency=3', '--test-timeout=120000', '--test-force-exit', ...files], {
+// Three files at once: most of them wait on servers, timeouts and faults, so two at once leave the
+// cores partly idle; a fourth at once gains little over three.
+const testArgs = ['--test', '--test-concurrency=3', '--test-timeout=120000', '--test-force-exit', ...files]
+const child = spawn(process.execPath, testArgs, {
   stdio: 'inherit',
   env: {
     ...process.env,
@@ -77,9 +86,11 @@ process.exit(code || lint || below ? 1 : 0)
 /** Reports the lines covered per workspace; returns how many are below their floor. */
 function coverage (dir) {
   const reports = join(root, 'coverage')
-  const r = spawnSync(process.execPath, [join(root, 'node_modules/c8/bin/c8.js'), 'report', '--temp-directory', dir, '--reports-dir', reports,
-    '--reporter', 'json-summary', '--all', ...COVERED.flatMap((g) => ['--include', g]), ...NOT_COVERED.flatMap((g) => ['--exclude', g])],
-  { cwd: root, encoding: 'utf8' })
+  const r = spawnSync(process.execPath, [
+    join(root, 'node_modules/c8/bin/c8.js'), 'report', '--temp-directory', dir, '--reports-dir', reports,
+    '--reporter', 'json-summary', '--all',
+    ...COVERED.flatMap((g) => ['--include', g]), ...NOT_COVERED.flatMap((g) => ['--exclude', g])
+  ], { cwd: root, encoding: 'utf8' })
   rmSync(dir, { recursive: true, force: true })
   if (r.status !== 0) {
     console.error(`npm test: c8 report failed: ${r.stderr}`)

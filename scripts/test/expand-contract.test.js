@@ -14,12 +14,12 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { startService } from '@suite/kit/testing'
 import { adminUrl, redisUrl } from '@suite/kit/testing/env'
-import { NAMES, serviceOf } from '../services/list.js'
-import { prepareDatabase } from '../loadtests/lib/stack.js'
-import { previousRelease } from './release/previous.js'
-import { routes } from '../k8s/e2e/traffic.js'
+import { NAMES, serviceOf } from '../../services/list.js'
+import { prepareDatabase } from '../../loadtests/lib/stack.js'
+import { previousRelease } from '../release/previous.js'
+import { routes } from '../../k8s/e2e/traffic.js'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = fileURLToPath(new URL('../..', import.meta.url))
 const { version, previous } = previousRelease()
 let tree
 
@@ -29,8 +29,12 @@ before(() => {
   tree = mkdtempSync(join(tmpdir(), `suite-v${previous.version}-`))
   execFileSync('sh', ['-c', `git -C "${root}" archive ${previous.commit} services package.json | tar -x -C "${tree}"`])
   mkdirSync(join(tree, 'node_modules', '@suite'), { recursive: true })
-  for (const entry of readdirSync(join(root, 'node_modules')).filter((e) => e !== '@suite' && e !== '.bin')) symlinkSync(join(root, 'node_modules', entry), join(tree, 'node_modules', entry))
-  for (const w of readdirSync(join(tree, 'services')).filter((w) => !w.includes('.') && w !== 'Dockerfile')) symlinkSync(join(tree, 'services', w), join(tree, 'node_modules', '@suite', w))
+  for (const entry of readdirSync(join(root, 'node_modules')).filter((e) => e !== '@suite' && e !== '.bin')) {
+    symlinkSync(join(root, 'node_modules', entry), join(tree, 'node_modules', entry))
+  }
+  for (const w of readdirSync(join(tree, 'services')).filter((w) => !w.includes('.') && w !== 'Dockerfile')) {
+    symlinkSync(join(tree, 'services', w), join(tree, 'node_modules', '@suite', w))
+  }
 })
 after(() => rmSync(tree, { recursive: true, force: true }))
 
@@ -50,7 +54,10 @@ async function thisTreesSchema (change = {}) {
   return urls
 }
 
-/** The previous release's four services on `urls`, behind a router of the one host's paths; the e2e's route check through it. */
+/**
+ * The previous release's four services on `urls`, behind a router of the one host's paths; the e2e's
+ * route check through it.
+ */
 async function previousReleaseRoutes (urls, redisDb) {
   const services = await Promise.all(NAMES.map((name) => startService({
     entry: join(tree, 'services', name, 'src', 'cli.js'),
@@ -60,7 +67,9 @@ async function previousReleaseRoutes (urls, redisDb) {
   const port = Object.fromEntries(NAMES.map((name, i) => [name, services[i].port]))
   const router = createServer((req, res) => {
     const to = port[serviceOf(req.url)]
-    if (!to) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"statusCode":404,"error":"Not Found"}')
+    if (!to) {
+      return res.writeHead(404, { 'content-type': 'application/json' }).end('{"statusCode":404,"error":"Not Found"}')
+    }
     req.pipe(request({ host: '127.0.0.1', port: to, method: req.method, path: req.url, headers: req.headers }, (r) => {
       res.writeHead(r.statusCode, r.headers)
       r.pipe(res)
@@ -75,13 +84,16 @@ async function previousReleaseRoutes (urls, redisDb) {
   }
 }
 
-test(`the previous release (${previous.version}) answers every route on this release's (${version}) schema`, { timeout: 120_000 }, async (t) => {
+test(`the previous release (${previous.version}) answers every route ` +
+  `on this release's (${version}) schema`, { timeout: 120_000 }, async (t) => {
   const checks = await previousReleaseRoutes(await thisTreesSchema(), 10)
   assert.ok(checks >= 15, `${checks} checks`)
-  t.diagnostic(`${previous.version} at ${previous.commit.slice(0, 12)}: ${checks} route checks passed on ${version}'s schema`)
+  t.diagnostic(`${previous.version} at ${previous.commit.slice(0, 12)}: ` +
+    `${checks} route checks passed on ${version}'s schema`)
 })
 
-test('a contracting change made in one step (a column the previous release writes, dropped) fails it', { timeout: 120_000 }, async () => {
+test('a contracting change made in one step (a column the previous release writes, dropped) ' +
+  'fails it', { timeout: 120_000 }, async () => {
   const urls = await thisTreesSchema({ profile: 'ALTER TABLE restaurants DROP COLUMN phone' })
   await assert.rejects(previousReleaseRoutes(urls, 15), /POST \/restaurants: 500/)
 })

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { readFileSync } from 'node:fs'
-import { servePglite, MAX_CONNECTIONS } from './pglite-server.js'
+import { servePglite, MAX_CONNECTIONS } from '../start/pglite-server.js'
 
 // Raw protocol messages, to send an exchange in two halves with another client's query between.
 const cstr = (s) => Buffer.from(s + '\0')
@@ -23,10 +23,20 @@ const message = (type, ...parts) => {
 }
 const int16 = (n) => { const b = Buffer.alloc(2); b.writeInt16BE(n); return b }
 const int32 = (n) => { const b = Buffer.alloc(4); b.writeInt32BE(n); return b }
-const startup = () => { const body = Buffer.concat([int32(196608), cstr('user'), cstr('postgres'), cstr('database'), cstr('postgres'), Buffer.from([0])]); return Buffer.concat([int32(4 + body.length), body]) }
+const startup = () => {
+  const body = Buffer.concat([
+    int32(196608), cstr('user'), cstr('postgres'), cstr('database'), cstr('postgres'), Buffer.from([0])
+  ])
+  return Buffer.concat([int32(4 + body.length), body])
+}
 const parse = (sql) => message('P', cstr(''), cstr(sql), int16(0))
-const bind = (value) => message('B', cstr(''), cstr(''), int16(0), int16(1), int32(Buffer.byteLength(value)), Buffer.from(value), int16(0))
-const execute = () => Buffer.concat([message('D', Buffer.from('P'), cstr('')), message('E', cstr(''), int32(0)), message('S')])
+const bind = (value) => message('B', cstr(''), cstr(''), int16(0), int16(1), int32(Buffer.byteLength(value)),
+  Buffer.from(value), int16(0))
+const execute = () => Buffer.concat([
+  message('D', Buffer.from('P'), cstr('')),
+  message('E', cstr(''), int32(0)),
+  message('S')
+])
 const simple = (sql) => message('Q', cstr(sql))
 
 const password = (pw) => message('p', cstr(pw))
@@ -71,7 +81,8 @@ async function rawClient (port, pw) {
   return { write: (b) => socket.write(b), untilReady, end: () => socket.end(), closed }
 }
 
-test('an exchange is atomic: another client\'s query sent between its Parse/Bind and its Execute/Sync does not break it', async () => {
+test('an exchange is atomic: another client\'s query sent between its Parse/Bind and its Execute/Sync ' +
+  'does not break it', async () => {
   const db = await PGlite.create()
   const server = await servePglite(db)
   const [a, b] = await Promise.all([rawClient(server.port, server.password), rawClient(server.port, server.password)])
@@ -93,7 +104,8 @@ test('an exchange is atomic: another client\'s query sent between its Parse/Bind
   }
 })
 
-test('concurrent connections: every parameterized answer is its own, transactions stay apart, a dropped one rolls back', async () => {
+test('concurrent connections: every parameterized answer is its own, transactions stay apart, ' +
+  'a dropped one rolls back', async () => {
   const db = await PGlite.create()
   const server = await servePglite(db)
   const url = urlOf(server)
@@ -146,9 +158,10 @@ test('concurrent connections: every parameterized answer is its own, transaction
 async function serverProcess (options = {}) {
   const child = spawn(process.execPath, ['--input-type=module', '-e', `
     import { PGlite } from '@electric-sql/pglite'
-    import { servePglite } from ${JSON.stringify(new URL('./pglite-server.js', import.meta.url).href)}
+    import { servePglite } from ${JSON.stringify(new URL('../start/pglite-server.js', import.meta.url).href)}
     const server = await servePglite(await PGlite.create(), ${JSON.stringify(options)})
-    console.log(JSON.stringify({ port: server.port, password: server.password }))`], { stdio: ['ignore', 'pipe', 'inherit'] })
+    console.log(JSON.stringify({ port: server.port, password: server.password }))`],
+  { stdio: ['ignore', 'pipe', 'inherit'] })
   const [line] = await once(child.stdout, 'data')
   return {
     ...JSON.parse(line),
@@ -158,7 +171,8 @@ async function serverProcess (options = {}) {
   }
 }
 
-// Resident memory of a process now, in MB (PGlite's start-up peaks near 1 GB: the peak says nothing).
+// Resident memory of a process now, in MB (PGlite's start-up peaks far above where it settles: the
+// peak says nothing).
 const rssMb = (pid) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024)
 
 test('bad lengths close the offending connection only; the server stays up and small', async () => {
@@ -171,7 +185,10 @@ test('bad lengths close the offending connection only; the server stays up and s
       Buffer.from([0x51, 0xff, 0xff, 0xff, 0xff]), // Query, length -1 (0xffffffff)
       Buffer.from([0x51, 0x00, 0x00, 0x00, 0x03]), // shorter than its own length field
       Buffer.from([0x51, 0x7f, 0xff, 0xff, 0xff]), // 2 GB announced: refused before any of it is kept
-      Buffer.concat([message('P', cstr(''), cstr('SELECT 1'), int16(0)), Buffer.from([0x42, 0x01, 0x00, 0x00, 0x00])]) // an exchange past 16 MB
+      Buffer.concat([
+        message('P', cstr(''), cstr('SELECT 1'), int16(0)),
+        Buffer.from([0x42, 0x01, 0x00, 0x00, 0x00]) // an exchange past 16 MB
+      ])
     ]
     for (const bytes of bad) {
       const c = await rawClient(server.port, server.password)
@@ -200,7 +217,8 @@ test('bad lengths close the offending connection only; the server stays up and s
   }
 })
 
-test('a client that sends without reading is not read any more: the server stays small, the others are served', async () => {
+test('a client that sends without reading is not read any more: the server stays small, ' +
+  'the others are served', async () => {
   const server = await serverProcess()
   const pool = new pg.Pool({ connectionString: urlOf(server), max: 2, query_timeout: 20_000 })
   const lost = [] // an idle pool connection that breaks: reported below, not thrown at the runner
@@ -231,9 +249,13 @@ test('a password generated per start is required; loopback only', async () => {
   const server = await servePglite(db)
   try {
     assert.ok(server.password.length >= 32)
-    assert.notEqual((await servePglite(db).then(async (other) => { await other.close(); return other.password })), server.password)
+    assert.notEqual((await servePglite(db).then(async (other) => { await other.close(); return other.password })),
+      server.password)
     for (const wrong of ['', 'postgres', server.password.slice(1)]) {
-      const client = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${server.port}/postgres`, password: wrong || 'x' })
+      const client = new pg.Client({
+        connectionString: `postgres://postgres@127.0.0.1:${server.port}/postgres`,
+        password: wrong || 'x'
+      })
       await assert.rejects(client.connect(), /password authentication failed/)
     }
     const client = new pg.Client({ connectionString: urlOf(server) })

@@ -6,9 +6,12 @@ import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { processesWithEnv } from '@suite/kit/testing'
 
-test('bench:etl --size: the table of steps and the load against PostgreSQL\'s own COPY, exit 0, and its PostgreSQL stopped', async () => {
+test('bench:etl --size: the table of steps and the load against PostgreSQL\'s own COPY, exit 0, ' +
+  'and its PostgreSQL stopped', async () => {
   const marker = randomBytes(8).toString('hex') // inherited by the PostgreSQL server it starts
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./bench-etl.js', import.meta.url)), '--service', 'profile', '--size', '2000'], {
+  const child = spawn(process.execPath, [
+    fileURLToPath(new URL('../bench-etl.js', import.meta.url)), '--service', 'profile', '--size', '2000'
+  ], {
     env: { ...process.env, SUITE_TEST_MARKER: marker },
     stdio: ['ignore', 'pipe', 'pipe']
   })

@@ -1,15 +1,17 @@
 // An empty PGlite cluster, as the tarball PGlite.create({ loadDataDir }) starts from, made once per
-// PGlite version in a process of its own. Why: initdb grows PGlite's WebAssembly memory to ~600 MB
-// RSS, and WebAssembly memory never shrinks, so a launcher that ran initdb itself held that for as
-// long as the suite ran; one that loads the finished cluster holds ~300 MB less (npm run bench:start).
-//   node scripts/pglite-datadir.js OUT   (what emptyDataDir runs: writes the tarball to OUT)
+// PGlite version in a process of its own. Why: initdb grows PGlite's WebAssembly memory, and
+// WebAssembly memory never shrinks, so a launcher that ran initdb itself held that for as long as the
+// suite ran; one that loads the finished cluster does not (docs/decisions/0012-pglite-for-npm-start.md).
+//   node scripts/start/pglite-datadir.js OUT   (what emptyDataDir runs: writes the tarball to OUT)
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const self = fileURLToPath(import.meta.url)
-const version = JSON.parse(readFileSync(new URL('../package.json', import.meta.resolve('@electric-sql/pglite')), 'utf8')).version // dist/index.js's package
-const cacheDir = fileURLToPath(new URL('../.data/', import.meta.url))
+// PGlite resolves to its dist/index.js: its package.json is one folder up.
+const pglitePackage = new URL('../package.json', import.meta.resolve('@electric-sql/pglite'))
+const version = JSON.parse(readFileSync(pglitePackage, 'utf8')).version
+const cacheDir = fileURLToPath(new URL('../../.data/', import.meta.url))
 
 /**
  * The tarball of an empty cluster for this PGlite version, as a Blob: from .data/ when an earlier

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = fileURLToPath(new URL('../..', import.meta.url))
 // A URL that passes the settings' checks but where nothing listens: a check that fires after the
 // settings are read still never connects.
 const env = { PATH: process.env.PATH, DATABASE_URL: 'postgres://suite@127.0.0.1:1/none' }
@@ -27,7 +27,8 @@ const COMMANDS = [
     [['--steps'], /^ladder: Option '--steps <value>' argument missing$/]
   ]],
   ['loadtests/matrix.js', 'matrix', [
-    [['--lb', 'none,nginx'], /^matrix: --lb must be a comma-separated list of none, round_robin, least_conn \(got "none,nginx"\)$/],
+    [['--lb', 'none,nginx'],
+      /^matrix: --lb must be a comma-separated list of none, round_robin, least_conn \(got "none,nginx"\)$/],
     [['--repeat', '0'], /^matrix: --repeat must be a whole number ≥ 1 \(got "0"\)$/],
     [['--vus', '8'], /^matrix: Unknown option '--vus'/]
   ]],
@@ -59,14 +60,16 @@ const COMMANDS = [
   ]],
   ['scripts/new-service.js', 'new-service', [
     [[], /^new-service: --name NAME is required$/],
-    [['--name', 'Bad-Name'], /^new-service: --name must be lowercase letters and digits, a letter first \(got "Bad-Name"\)$/],
+    [['--name', 'Bad-Name'],
+      /^new-service: --name must be lowercase letters and digits, a letter first \(got "Bad-Name"\)$/],
     [['--name', 'product'], /^new-service: --name: product exists already$/],
     [['--name', 'x1', '--port', '80'], /^new-service: --port must be a port number from 1024 to 65535 \(got "80"\)$/],
     [['--name', 'x1', '--port', '3000'], /^new-service: --port: 3000 is product's$/]
   ]],
   ['services/product/src/cli.js', 'product', [
     [['fly'], /^product: unknown command "fly"$/],
-    [['generate', '--products', 'many', '--out', '/tmp/never'], /^product generate: --products must be a whole number \(got "many"\)$/],
+    [['generate', '--products', 'many', '--out', '/tmp/never'],
+      /^product generate: --products must be a whole number \(got "many"\)$/],
     [['load'], /^product load: --dir DIR is required$/],
     [['migrate', '--wait', 'soon'], /^product migrate: --wait must be a whole number \(got "soon"\)$/]
   ]],

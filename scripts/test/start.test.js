@@ -12,10 +12,10 @@ import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { get, processesWithEnv, freePortBlock } from '@suite/kit/testing'
 import { createDatabase } from '@suite/kit/testing/env'
-import { SERVICES, PORT_OFFSETS } from '../services/list.js'
-import { launcherCommand } from './start-command.js'
+import { SERVICES, PORT_OFFSETS } from '../../services/list.js'
+import { launcherCommand } from '../start/command.js'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = fileURLToPath(new URL('../..', import.meta.url))
 
 // The addresses (hex, as /proc/net/tcp writes them) listening on `port`: 0100007F is 127.0.0.1.
 function listeningOn (port) {
@@ -67,11 +67,14 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, 
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     assert.match(launched.out, new RegExp(`product ready: http://localhost:${port}/products`))
-    for (const offset of PORT_OFFSETS) assert.deepEqual(listeningOn(port + offset), ['0100007F'], `port ${port + offset}: 127.0.0.1 only`)
+    for (const offset of PORT_OFFSETS) {
+      assert.deepEqual(listeningOn(port + offset), ['0100007F'], `port ${port + offset}: 127.0.0.1 only`)
+    }
     for (const [i, s] of SERVICES.entries()) {
       for (const path of s.samples) {
         const answer = await get(`http://127.0.0.1:${port + PORT_OFFSETS[i]}`, path)
-        assert.equal(answer.status, 200, `${s.name} ${path}: ${JSON.stringify(answer.body)}\n${launched.out.slice(-2000)}`)
+        assert.equal(answer.status, 200,
+          `${s.name} ${path}: ${JSON.stringify(answer.body)}\n${launched.out.slice(-2000)}`)
       }
     }
     const embedded = Number(/embedded PostgreSQL .*@127\.0\.0\.1:(\d+)\//.exec(launched.out)[1])
@@ -102,7 +105,8 @@ test('npm start runs the suite on embedded PostgreSQL and stops cleanly', SLOW, 
       body: JSON.stringify([{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: 5, bytes_rx: 7, hour: 1 }])
     })
     assert.equal(post.status, 200)
-    assert.deepEqual((await get(flows, '/flows?hour=1')).body, [{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: '5', bytes_rx: '7', hour: 1 }])
+    assert.deepEqual((await get(flows, '/flows?hour=1')).body,
+      [{ src_app: 'a', dest_app: 'b', vpc_id: 'v', bytes_tx: '5', bytes_rx: '7', hour: 1 }])
     assert.ok(existsSync(`${runDir}/PG_VERSION`), 'the embedded cluster\'s files are in the run\'s folder')
     assert.ok(!existsSync(leftBehind), 'a killed launcher\'s folder is removed')
   } finally {
@@ -118,7 +122,8 @@ test('npm start stops everything and exits 1 when a service cannot start', async
   const launched = launch(port, 50, { MAX_EVENT_LOOP_UTILIZATION: '2' })
   const { code } = await launched.exited
   assert.equal(code, 1, launched.out)
-  assert.match(launched.out, /(product|profile|menu|flows) cannot start: config: MAX_EVENT_LOOP_UTILIZATION must be <= 1[^\n]*; stopping/)
+  assert.match(launched.out,
+    /(product|profile|menu|flows) cannot start: config: MAX_EVENT_LOOP_UTILIZATION must be <= 1[^\n]*; stopping/)
   assert.doesNotMatch(launched.out, / ready: /)
   await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'product was stopped too')
 })
@@ -159,7 +164,8 @@ for (const [how, command, kill] of [
   test(`${how}: every service stops, none is left serving`, SLOW, async () => {
     const port = await freePorts()
     const marker = randomBytes(8).toString('hex')
-    const launched = launch(port, 50, { DATABASE_URL: await createDatabase('start'), SUITE_TEST_MARKER: marker }, command)
+    const launched = launch(port, 50,
+      { DATABASE_URL: await createDatabase('start'), SUITE_TEST_MARKER: marker }, command)
     try {
       for (let i = 0; i < 2400 && !launched.out.includes('Ctrl-C stops'); i++) {
         assert.equal(launched.child.exitCode, null, launched.out)
@@ -167,7 +173,9 @@ for (const [how, command, kill] of [
       }
       assert.match(launched.out, /Ctrl-C stops/)
       const ports = PORT_OFFSETS.map((offset) => port + offset)
-      for (const p of ports) assert.equal((await get(`http://127.0.0.1:${p}`, '/healthz')).status, 200, `port ${p} serves`)
+      for (const p of ports) {
+        assert.equal((await get(`http://127.0.0.1:${p}`, '/healthz')).status, 200, `port ${p} serves`)
+      }
       kill(launched)
       assert.deepEqual(await survivorsAfter(marker, 30_000), [], `${how}: processes left behind\n${launched.out}`)
       for (const p of ports) await assert.rejects(fetch(`http://127.0.0.1:${p}/healthz`), `${how}: port ${p} stopped`)

@@ -55,7 +55,9 @@ function backend (type, body) {
 /** An ErrorResponse that ends the connection (severity FATAL). */
 function fatal (code, message) {
   const field = (tag, value) => Buffer.from(`${tag}${value}\0`)
-  return backend('E', Buffer.concat([field('S', 'FATAL'), field('V', 'FATAL'), field('C', code), field('M', message), Buffer.from([0])]))
+  return backend('E', Buffer.concat([
+    field('S', 'FATAL'), field('V', 'FATAL'), field('C', code), field('M', message), Buffer.from([0])
+  ]))
 }
 
 const AUTH_CLEARTEXT = backend('R', Buffer.from([0, 0, 0, 3]))
@@ -65,7 +67,12 @@ const digest = (s) => createHash('sha256').update(s).digest()
  * Serves `db` (a PGlite) on host:port, loopback only. Resolves to { port, password, close() }:
  * clients must give `password` (generated here unless given), which only this process knows.
  */
-export async function servePglite (db, { host = '127.0.0.1', port = 0, password = randomBytes(24).toString('base64url'), idleInTransactionMs = IDLE_IN_TRANSACTION_MS } = {}) {
+export async function servePglite (db, {
+  host = '127.0.0.1',
+  port = 0,
+  password = randomBytes(24).toString('base64url'),
+  idleInTransactionMs = IDLE_IN_TRANSACTION_MS
+} = {}) {
   if (!LOOPBACK.has(host)) throw new Error(`servePglite listens on loopback only, not on ${host}`)
   const expected = digest(password)
   const queue = [] // { conn, bytes }: whole exchanges, in arrival order
@@ -94,7 +101,9 @@ export async function servePglite (db, { host = '127.0.0.1', port = 0, password 
         if (reply && !job.conn.dropped) job.conn.write(reply)
         job.conn.throttle()
         // Gone while its exchange ran: its transaction is rolled back next.
-        if (owner?.dropped && !queue.some((j) => j.conn === owner)) queue.push({ conn: owner, bytes: query('ROLLBACK') })
+        if (owner?.dropped && !queue.some((j) => j.conn === owner)) {
+          queue.push({ conn: owner, bytes: query('ROLLBACK') })
+        }
         running = null
         watchIdle()
       }
@@ -106,12 +115,16 @@ export async function servePglite (db, { host = '127.0.0.1', port = 0, password 
   // While a transaction's owner sends nothing, every other client waits: it gets idleInTransactionMs
   // from the end of its last exchange.
   function watchIdle () {
-    const waiting = owner && !owner.dropped && running !== owner && !queue.some((job) => job.conn === owner) ? owner : null
+    const waiting = owner && !owner.dropped && running !== owner && !queue.some((job) => job.conn === owner)
+      ? owner
+      : null
     if (idle?.conn === waiting) return // still the same wait: its clock runs on
     clearTimeout(idle?.timer)
     idle = waiting && {
       conn: waiting,
-      timer: setTimeout(() => drop(waiting, fatal('25P03', 'terminating connection due to idle-in-transaction timeout')), idleInTransactionMs).unref()
+      timer: setTimeout(() => {
+        drop(waiting, fatal('25P03', 'terminating connection due to idle-in-transaction timeout'))
+      }, idleInTransactionMs).unref()
     }
   }
 
@@ -188,7 +201,8 @@ export async function servePglite (db, { host = '127.0.0.1', port = 0, password 
         if (size < length) return false
         const message = take(length)
         if (code === SSL_REQUEST) { conn.write('N'); return true }
-        if (code === CANCEL_REQUEST) return refuse('0A000', 'cancel requests are not supported') // the query runs to its end
+        // A cancel request is refused: the query runs to its end.
+        if (code === CANCEL_REQUEST) return refuse('0A000', 'cancel requests are not supported')
         startup = message
         state = 'password'
         conn.write(AUTH_CLEARTEXT) // loopback only: the password never leaves this machine
@@ -204,7 +218,9 @@ export async function servePglite (db, { host = '127.0.0.1', port = 0, password 
       if (state === 'password') {
         const end = message.indexOf(0, 5)
         const given = message.subarray(5, end === -1 ? message.length : end)
-        if (type !== PASSWORD_MESSAGE || !timingSafeEqual(digest(given), expected)) return refuse('28P01', 'password authentication failed')
+        if (type !== PASSWORD_MESSAGE || !timingSafeEqual(digest(given), expected)) {
+          return refuse('28P01', 'password authentication failed')
+        }
         state = 'ready'
         send(startup) // PGlite answers AuthenticationOk and the session's parameters
         startup = null
