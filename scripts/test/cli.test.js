@@ -4,7 +4,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { SERVICES } from '../../services/list.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 // A URL that passes the settings' checks but where nothing listens: a check that fires after the
@@ -119,3 +123,33 @@ test('a service command\'s own --help lists its options with their defaults', ()
   assert.match(top.out, /commands \(serve when none is given\):\n {2}serve/)
   assert.match(top.out, / {2}seed +generate the data straight into PostgreSQL/)
 })
+
+test('each service\'s commands are its entry in services/list.js: data commands with its size option, seed with direct',
+  async () => {
+    for (const s of SERVICES) {
+      const top = run(`services/${s.name}/src/cli.js`, 'help')
+      assert.equal(top.code, 0, top.err)
+      const commands = [...top.out.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1])
+      const want = ['serve', 'migrate', ...(s.data ? ['generate', 'load'] : []), ...(s.data?.direct ? ['seed'] : [])]
+      assert.deepEqual(commands, want, `${s.name}: its commands`)
+      if (!s.data) continue
+      const generate = run(`services/${s.name}/src/cli.js`, 'generate', '--help')
+      const option = new RegExp(`--${s.data.option} N +how many ${s.data.option} \\(default: ${s.data.defaultCount}\\)`)
+      assert.match(generate.out, option, `${s.name}: generate's size option`)
+      assert.match(generate.out, new RegExp(`write ${s.data.files.replace(/[()]/g, '\\$&')}, deterministic`))
+      // The generator takes its size from that option.
+      const out = mkdtempSync(join(tmpdir(), `cli-${s.name}-`))
+      try {
+        const made = run(`services/${s.name}/src/cli.js`, 'generate', '--out', out, `--${s.data.option}`, '5')
+        assert.equal(made.code, 0, made.err)
+        assert.match(made.out + made.err, /: 5 rows, /, `${s.name}: --${s.data.option} 5 makes 5 rows`)
+      } finally {
+        rmSync(out, { recursive: true, force: true })
+      }
+      // The module the commands run has what they call.
+      const etl = await import(`../../services/${s.name}/etl/index.js`)
+      for (const f of ['generate', 'load', ...(s.data.direct ? ['seed'] : [])]) {
+        assert.equal(typeof etl[f], 'function', `${s.name}: etl/index.js exports ${f}`)
+      }
+    }
+  })

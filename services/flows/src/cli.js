@@ -3,4 +3,4 @@
 import { runCli } from '@suite/kit/cli'
 import service from './service.js'
 
-await runCli(service, {})
+await runCli(service)

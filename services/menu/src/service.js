@@ -1,5 +1,6 @@
-// The menu service, as the kit runs it: name, migrations and routes.
+// The menu service, as the kit runs it: name, migrations, routes and data set.
 import manifest from '../package.json' with { type: 'json' }
+import { serviceNamed } from '../../list.js'
 
 // Every cache key starts with this; a data load deletes them all.
 export const CACHE_PREFIX = 'menu:'
@@ -11,5 +12,10 @@ export default {
   url: import.meta.url, // each worker thread imports this module again from here
   migrations: new URL('../migrations/', import.meta.url),
   // Imported by the instances that serve: the other commands (a data load) never load the routes.
-  routes: new URL('./routes.js', import.meta.url)
+  routes: new URL('./routes.js', import.meta.url),
+  // Its data set (services/list.js) and the module that generates and loads it, run in a thread of its
+  // own by the data commands; the cached answers a new data set makes old.
+  data: serviceNamed('menu').data,
+  etl: new URL('../etl/index.js', import.meta.url),
+  cachePrefix: CACHE_PREFIX
 }

@@ -1,5 +1,5 @@
-// The data commands of a service with a data set: `generate` writes its CSV files, `load` copies
-// them into PostgreSQL, and `seed` generates straight into it.
+// The data commands of a service with a data set (services/list.js, `data`): `generate` writes its
+// CSV files, `load` copies them into PostgreSQL, and with `direct`, `seed` generates straight into it.
 // Each runs the service's etl module in a worker thread with a capped heap (inCappedThread).
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
@@ -19,20 +19,20 @@ const THREADS = {
 }
 
 /**
- * The `generate` and `load` commands of a service with a data set, whose `etlModule` exports
- * `generate({ out, [count]: n, seed })` and `load({ db, dir, rejectsFile, progress })`; with
- * `seed: true` also the `seed` command, for an etlModule that exports
- * `seed({ connect, [count]: n, seed, streams, progress })` (the generator straight into PostgreSQL).
- *   count: the name of the size option (`products`, `menus`…); files: what generate writes (for --help);
- *   table: the table whose rows mean "the data set is there" (for --if-empty)
+ * The commands of `service.data` (its entry in services/list.js), run on `service.etl`, a module that
+ * exports `generate({ out, [option]: n, seed })` and `load({ db, dir, rejectsFile, progress })`, and
+ * with `direct` also `seed({ connect, [option]: n, seed, streams, progress })`.
+ *   option: the name of the size option (`products`, `menus`…); defaultCount: its default;
+ *   files: what generate writes (for --help); table: the table whose rows mean "the data set is
+ *   there" (for --if-empty); cachePrefix: the cached answers a new data set makes old
  */
-export function dataCommands ({ etlModule, cachePrefix, count, defaultCount, files, table, seed = false }) {
-  const name = /services\/([^/]+)\/etl\//.exec(String(etlModule))?.[1] ?? '<name>'
-  const data = { name, etlModule, cachePrefix, option: count, table }
+export function dataCommands (service) {
+  const { option, defaultCount, files, table, direct = false } = service.data
+  const data = { name: service.name, etlModule: service.etl, cachePrefix: service.cachePrefix, option, table }
   return {
     generate: generateCommand({ ...data, defaultCount, files }),
     load: loadCommand(data),
-    ...(seed && { seed: seedCommand({ ...data, defaultCount }) })
+    ...(direct && { seed: seedCommand({ ...data, defaultCount }) })
   }
 }
 

@@ -1,29 +1,29 @@
-// The command line every service has: `serve` (default) and `migrate`, plus the service's own commands
-// (a service with a data set: the data commands, data-commands.js).
+// The command line every service has: `serve` (default) and `migrate`, plus its data commands when it
+// has a data set (data-commands.js) and any commands of its own.
 //   node services/<name>/src/cli.js [serve|migrate|<command>] [--options]   (--help: every command)
 import { relative } from 'node:path'
 import { loadConfig } from '../config/config.js'
 import { createLogger, prettyLogs } from '../telemetry/logger.js'
 import { runCommand, usageText, UsageError, wholeNumber } from './args.js'
 import { MIN_LOCK_WAIT_S, migrateCommand } from './migrate-command.js'
+import { dataCommands } from './data-commands.js'
 
 // What only serve needs (Fastify, the cache, the metrics, the tracing SDK) is imported when it
 // runs: the other commands do not carry it, and a data load keeps within its 128 MB (bench:etl).
 const runWorkers = async (...args) => (await import('../process/workers.js')).runWorkers(...args)
 const EXAMPLE_URL = 'DATABASE_URL=postgres://localhost/suite'
 
-export { dataCommands } from './data-commands.js'
-
 /**
- * @param {object} service  the service definition (src/service.js's default export)
+ * @param {object} service  the service definition (src/service.js's default export); with `data` (its
+ *   entry in services/list.js) and `etl`, it has the data commands
  * @param {Record<string, { summary: string, options?: object, examples?: string[], config?: false,
- *   run: Function }>} [commands]  its own commands (dataCommands()); `run(values, { service, config, log })` gets the
+ *   run: Function }>} [commands]  commands of its own; `run(values, { service, config, log })` gets the
  *   parsed --options (node:util parseArgs options, each with a `help` line and a `value` name for
  *   --help); `config: false` for a command that needs no settings (no DATABASE_URL, say)
  */
 export async function runCli (service, commands = {}) {
   const prog = `node ${relative(process.cwd(), process.argv[1]) || process.argv[1]}`
-  const own = commands
+  const own = { ...(service.data && dataCommands(service)), ...commands }
   const all = {
     serve: {
       summary: 'run the HTTP API on WORKERS threads (settings from the environment)',
