@@ -12,7 +12,9 @@ import { flowTotal, flows, loadTargets, seededIds } from './traffic.js'
 
 // The command that kills a container on its node with SIGKILL: {id} is the container's ID (appended
 // when absent), {node} its node's name. The lab's containerd is on this machine.
-const KILL = env.E2E_CONTAINER_KILL ?? (ADDONS === 'lab' ? `ctr --address ${env.K8S_LAB_STATE || '/tmp/k8s-lab'}/run/containerd/containerd.sock -n k8s.io tasks kill -s SIGKILL {id}` : '')
+const LAB_CONTAINERD = `${env.K8S_LAB_STATE || '/tmp/k8s-lab'}/run/containerd/containerd.sock`
+const KILL = env.E2E_CONTAINER_KILL ??
+  (ADDONS === 'lab' ? `ctr --address ${LAB_CONTAINERD} -n k8s.io tasks kill -s SIGKILL {id}` : '')
 const DEATH_MS = 100 // from the kill command's return to the process gone and its sockets closed, at most
 
 // Children of 32 MiB each, one every 150 ms, inside the victim's container: each stays smaller than
@@ -21,16 +23,21 @@ const DEATH_MS = 100 // from the kill command's return to the process gone and i
 // Bounded: 40 children, 10 s.
 const HOG = `echo 1000 > /proc/1/oom_score_adj && exec node -e "
 const { spawn } = require('node:child_process'); let n = 0
-setInterval(() => { if (++n > 40) process.exit(3); spawn(process.execPath, ['-e', 'globalThis.b = Buffer.alloc(32 << 20, 1); setInterval(() => {}, 1e9)'], { stdio: 'ignore' }) }, 150)
+setInterval(() => { if (++n > 40) process.exit(3); ` +
+  "spawn(process.execPath, ['-e', 'globalThis.b = Buffer.alloc(32 << 20, 1); setInterval(() => {}, 1e9)'], " +
+  `{ stdio: 'ignore' }) }, 150)
 setTimeout(() => process.exit(4), 10000)"`
 
-const serving = (service) => kjson(['get', 'pods', '-n', NS, '-l', `app.kubernetes.io/name=${service},app.kubernetes.io/component=server`]).items
-  .filter((p) => !p.metadata.deletionTimestamp && p.status.containerStatuses?.[0]?.ready)
+const serving = (service) => kjson([
+  'get', 'pods', '-n', NS, '-l', `app.kubernetes.io/name=${service},app.kubernetes.io/component=server`
+]).items.filter((p) => !p.metadata.deletionTimestamp && p.status.containerStatuses?.[0]?.ready)
 
 /** The victim's endpoint in its Service, watched: when (Date.now()) it stopped being ready, and when it was again. */
 function watchEndpoint (service, ip) {
   const times = {}
-  const child = spawn('kubectl', ['get', 'endpointslices', '-n', NS, '-l', `kubernetes.io/service-name=${fullname(service)}`, '--watch', '-o', 'json'], { stdio: ['ignore', 'pipe', 'ignore'] })
+  const child = spawn('kubectl', [
+    'get', 'endpointslices', '-n', NS, '-l', `kubernetes.io/service-name=${fullname(service)}`, '--watch', '-o', 'json'
+  ], { stdio: ['ignore', 'pipe', 'ignore'] })
   let text = ''
   child.stdout.setEncoding('utf8')
   child.stdout.on('data', (chunk) => {
@@ -56,13 +63,17 @@ async function kill (pod) {
 
 async function oom (pod) {
   // The exec ends with the container (exit 137) or, if the limit were never reached, with the hog's own exit.
-  await runAsync('kubectl', ['exec', '-n', NS, pod.metadata.name, '-c', pod.spec.containers[0].name, '--', 'sh', '-c', HOG]).catch(() => {})
+  await runAsync('kubectl', [
+    'exec', '-n', NS, pod.metadata.name, '-c', pod.spec.containers[0].name, '--', 'sh', '-c', HOG
+  ]).catch(() => {})
 }
 
 /** One crash of `service` under load; returns the phase's figures and any problem found. */
 async function crash (service, fault, ids) {
   const pods = serving(service)
-  if (pods.length < 2) throw new Error(`${service}: ${pods.length} serving pod(s); a crash needs another pod to fail over to`)
+  if (pods.length < 2) {
+    throw new Error(`${service}: ${pods.length} serving pod(s); a crash needs another pod to fail over to`)
+  }
   const victim = fault === 'SIGKILL' ? pods[0] : pods[1]
   const restarts = victim.status.containerStatuses[0].restartCount
   const endpoint = watchEndpoint(service, victim.status.podIP)
@@ -88,9 +99,11 @@ async function crash (service, fault, ids) {
   try {
     await waitFor(`${service}: ${victim.metadata.name} restarted and ready`, async () => {
       // Not kjson: a blocking call would hold the load (and the watch's clock) back meanwhile.
-      last = JSON.parse(await runAsync('kubectl', ['get', 'pod', '-n', NS, victim.metadata.name, '-o', 'json'])).status.containerStatuses[0]
+      last = JSON.parse(
+        await runAsync('kubectl', ['get', 'pod', '-n', NS, victim.metadata.name, '-o', 'json'])
+      ).status.containerStatuses[0]
       return last.restartCount > restarts && last.ready && endpoint.times.back !== undefined
-    }, 120, 500)
+    }, { timeoutMs: 120_000, everyMs: 500 })
   } finally {
     endpoint.stop()
   }
@@ -98,11 +111,27 @@ async function crash (service, fault, ids) {
   const r = await load.stop()
   const reason = last.lastState.terminated?.reason
   const seconds = (at) => (at === undefined ? '?' : `${((at - start) / 1000).toFixed(1)} s`)
-  phases.push([`${fault}: ${service}`, r.sent, r.failed, Object.entries(r.failures).map(([k, v]) => `${k}: ${v}`).join(', ') || '-', `${r.p99Ms} ms`, `${struck} s`,
-    `${inFlight} in flight to ${service} at the crash; endpoint not ready after ${seconds(endpoint.times.out)}, ready again after ${seconds(endpoint.times.back)}; ${reason}${r.resent ? `; ${r.resent} writes resent with their key` : ''}`])
+  const detail = `${inFlight} in flight to ${service} at the crash; ` +
+    `endpoint not ready after ${seconds(endpoint.times.out)}, ready again after ${seconds(endpoint.times.back)}; ` +
+    `${reason}${r.resent ? `; ${r.resent} writes resent with their key` : ''}`
+  phases.push([
+    `${fault}: ${service}`,
+    r.sent,
+    r.failed,
+    Object.entries(r.failures).map(([k, v]) => `${k}: ${v}`).join(', ') || '-',
+    `${r.p99Ms} ms`,
+    `${struck} s`,
+    detail
+  ])
   const problems = []
-  if (r.failed > inFlight) problems.push(`${fault} of ${service}: ${r.failed} failed requests, more than the ${inFlight} in flight at the crash`)
-  if (fault === 'OOM' && reason !== 'OOMKilled') problems.push(`${service}: the container ended ${reason}, not OOMKilled`)
+  if (r.failed > inFlight) {
+    problems.push(
+      `${fault} of ${service}: ${r.failed} failed requests, more than the ${inFlight} in flight at the crash`
+    )
+  }
+  if (fault === 'OOM' && reason !== 'OOMKilled') {
+    problems.push(`${service}: the container ended ${reason}, not OOMKilled`)
+  }
   if (r.unresolved) problems.push(`${fault} of ${service}: ${r.unresolved} writes still failing after their resends`)
   return problems
 }
@@ -116,7 +145,8 @@ export async function crashes () {
   const hpa = fullname('product')
   kubectl(['patch', 'hpa', '-n', NS, hpa, '--type', 'merge', '-p', '{"spec":{"minReplicas":2}}'])
   try {
-    await waitFor('two serving pods of each service', () => SERVICES.every((s) => serving(s).length >= 2), 180, 2000)
+    const twoServing = () => SERVICES.every((s) => serving(s).length >= 2)
+    await waitFor('two serving pods of each service', twoServing, { timeoutMs: 180_000, everyMs: 2000 })
     const before = await flowTotal()
     const acknowledged = flows.acknowledged
     const ids = await seededIds()
@@ -126,9 +156,12 @@ export async function crashes () {
     }
     const after = await flowTotal()
     const acked = flows.acknowledged - acknowledged
-    if (after - before !== acked) e2e.problems.push(`crashes: ${acked} flows writes acknowledged, the totals grew by ${after - before}`)
+    if (after - before !== acked) {
+      e2e.problems.push(`crashes: ${acked} flows writes acknowledged, the totals grew by ${after - before}`)
+    }
     const ours = phases.slice(first)
-    return `${ours.length} crashes: ${ours.reduce((n, p) => n + p[1], 0)} requests, ${ours.reduce((n, p) => n + p[2], 0)} failed; ${acked} flows writes acknowledged, all in the totals`
+    return `${ours.length} crashes: ${ours.reduce((n, p) => n + p[1], 0)} requests, ` +
+      `${ours.reduce((n, p) => n + p[2], 0)} failed; ${acked} flows writes acknowledged, all in the totals`
   } finally {
     kubectl(['patch', 'hpa', '-n', NS, hpa, '--type', 'merge', '-p', '{"spec":{"minReplicas":1}}'], { ok: true })
   }

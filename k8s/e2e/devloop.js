@@ -6,7 +6,9 @@
 // `skaffold delete`, nothing left.
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -40,19 +42,28 @@ export function ociCharts () {
     const pulled = join(dir, 'pulled', packaged.split('/').pop())
     if (digest(pulled) !== digest(packaged)) throw new Error(`${repo}/suite:${version} is not the archive pushed`)
     // With the e2e's values: the defaults' bundled datastores make random passwords at each render.
-    const render = (chart, extra = []) => run('helm', ['template', 'suite', chart, '-n', 'suite', ...API_VERSIONS, ...helmValues(), ...extra]).stdout
-    if (render(`${repo}/suite`, ['--version', version, '--plain-http']) !== render(e2e.chartDir)) throw new Error(`${repo}/suite:${version} renders other objects than the tree`)
+    const render = (chart, extra = []) => run('helm', [
+      'template', 'suite', chart, '-n', 'suite', ...API_VERSIONS, ...helmValues(), ...extra
+    ]).stdout
+    if (render(`${repo}/suite`, ['--version', version, '--plain-http']) !== render(e2e.chartDir)) {
+      throw new Error(`${repo}/suite:${version} renders other objects than the tree`)
+    }
     e2e.chartRef = [`${repo}/suite`, '--version', version, '--plain-http']
-    return `suite ${version} pushed to ${repo} (sha256 ${digest(packaged).slice(0, 12)}…), pulled back identical, renders as the tree`
+    return `suite ${version} pushed to ${repo} (sha256 ${digest(packaged).slice(0, 12)}…), ` +
+      'pulled back identical, renders as the tree'
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
-/** The working tree (tracked and new files, not the ignored ones) copied into a fresh git repository: skaffold tags images by commit. */
+/**
+ * The working tree (tracked and new files, not the ignored ones) copied into a fresh git repository:
+ * skaffold tags images by commit.
+ */
 function treeCopy () {
   const dir = mkdtempSync(join(tmpdir(), 'suite-dev-'))
-  const files = run('git', ['-C', root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard']).stdout.split('\0').filter(Boolean)
+  const files = run('git', ['-C', root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard']).stdout
+    .split('\0').filter(Boolean)
   for (const f of files) {
     try {
       mkdirSync(dirname(join(dir, f)), { recursive: true })
@@ -72,7 +83,12 @@ function treeCopy () {
 }
 
 // skaffold as a user runs it: helm 3 first on its PATH (scripts/tools.sh), the offline charts' archives.
-const skaffoldEnv = () => ({ PATH: `${join(goBinDir(), 'helm3')}:${goBinDir()}:${process.env.PATH}`, SUITE_K8S_DATA: shared, POSTGRES_IMAGE, REDIS_IMAGE })
+const skaffoldEnv = () => ({
+  PATH: `${join(goBinDir(), 'helm3')}:${goBinDir()}:${process.env.PATH}`,
+  SUITE_K8S_DATA: shared,
+  POSTGRES_IMAGE,
+  REDIS_IMAGE
+})
 
 /**
  * The skaffold commands of README.md's lab recipe (its "Dev loop" section), by subcommand: what the
@@ -82,17 +98,27 @@ export function readmeRecipe (text = readFileSync(join(root, 'README.md'), 'utf8
   const section = text.split(/^## /m).find((s) => s.startsWith('Dev loop\n')) ?? ''
   const block = /On the lab cluster[\s\S]*?```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
   const commands = {}
-  for (const line of block.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l.startsWith('skaffold '))) {
+  const lines = block.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l.startsWith('skaffold '))
+  for (const line of lines) {
     const [, command, ...args] = line.split(/\s+/)
     commands[command] = args.map((a) => (a === 'localhost:30500' ? DEV_REGISTRY : a))
   }
-  for (const c of ['run', 'dev', 'delete']) if (!commands[c]) throw new Error(`README.md's lab recipe (## Dev loop) has no "skaffold ${c}" line`)
+  for (const c of ['run', 'dev', 'delete']) {
+    if (!commands[c]) throw new Error(`README.md's lab recipe (## Dev loop) has no "skaffold ${c}" line`)
+  }
   return commands
 }
 
-/** `skaffold dev` in the background: its output kept (the last 200 KB), the forwarded ports read from it. */
+/**
+ * `skaffold dev` in the background: its output kept (the last 200 KB), the forwarded ports read from
+ * it.
+ */
 function skaffoldDev (dir, args) {
-  const child = spawn('skaffold', ['dev', ...args], { cwd: dir, env: { ...process.env, ...skaffoldEnv() }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn('skaffold', ['dev', ...args], {
+    cwd: dir,
+    env: { ...process.env, ...skaffoldEnv() },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
   let out = ''
   const keep = (d) => { out = (out + d).slice(-200_000) }
   child.stdout.on('data', keep)
@@ -101,10 +127,15 @@ function skaffoldDev (dir, args) {
   return {
     log: () => out,
     // The last forward of the service's (a redeploy forwards again).
-    port: (service) => [...out.matchAll(new RegExp(`service/suite-${service} in namespace ${DEV_NS}, remote port \\d+ -> http://127\\.0\\.0\\.1:(\\d+)`, 'g'))].pop()?.[1],
+    port: (service) => [...out.matchAll(new RegExp(
+      `service/suite-${service} in namespace ${DEV_NS}, remote port \\d+ -> http://127\\.0\\.0\\.1:(\\d+)`, 'g'
+    ))].pop()?.[1],
     async stop () {
       child.kill('SIGINT') // skaffold dev cleans up (deletes the release) on Ctrl+C
-      return Promise.race([exited, sleep(180_000).then(() => { child.kill('SIGKILL'); throw new Error(`skaffold dev did not stop:\n${out.slice(-3000)}`) })])
+      return Promise.race([exited, sleep(180_000).then(() => {
+        child.kill('SIGKILL')
+        throw new Error(`skaffold dev did not stop:\n${out.slice(-3000)}`)
+      })])
     }
   }
 }
@@ -114,16 +145,21 @@ async function timedEdit (dir, file, edit, what, check, seconds) {
   const path = join(dir, file)
   const started = Date.now()
   writeFileSync(path, edit(readFileSync(path, 'utf8')))
-  await waitFor(what, check, seconds, 250)
+  await waitFor(what, check, { timeoutMs: seconds * 1000, everyMs: 250 })
   return (Date.now() - started) / 1000
 }
 
 const docs = async (port) => (await http(`http://127.0.0.1:${port}`, { path: '/docs/json' })).body.info
 
-/** Nothing of the release `suite` left in its namespace (the datastores' Secret and the namespace's own objects aside). */
+/**
+ * Nothing of the release `suite` left in its namespace (the datastores' Secret and the namespace's own
+ * objects aside).
+ */
 function releaseGone () {
-  const kinds = 'pods,jobs,deployments,services,configmaps,secrets,ingresses,horizontalpodautoscalers,poddisruptionbudgets,networkpolicies'
-  return kjson(['get', kinds, '-n', DEV_NS, '-l', 'app.kubernetes.io/instance=suite']).items.map((o) => `${o.kind}/${o.metadata.name}`)
+  const kinds = 'pods,jobs,deployments,services,configmaps,secrets,ingresses,horizontalpodautoscalers,' +
+    'poddisruptionbudgets,networkpolicies'
+  return kjson(['get', kinds, '-n', DEV_NS, '-l', 'app.kubernetes.io/instance=suite']).items
+    .map((o) => `${o.kind}/${o.metadata.name}`)
 }
 
 export async function devLoop () {
@@ -144,15 +180,31 @@ export async function devLoop () {
     const dev = skaffoldDev(dir, recipe.dev)
     let synced, rebuilt, devSeconds
     try {
-      const port = await waitFor('skaffold dev: deployed, product forwarded, watching', () => /Watching for changes/.test(dev.log()) && dev.port('product'), 600, 1000)
+      const port = await waitFor(
+        'skaffold dev: deployed, product forwarded, watching',
+        () => /Watching for changes/.test(dev.log()) && dev.port('product'),
+        { timeoutMs: 600_000, everyMs: 1000 }
+      )
       devSeconds = (Date.now() - started) / 1000
       const before = await docs(port)
       const token = `dev loop ${Date.now()}`
-      synced = await timedEdit(dir, 'services/product/src/service.js', (t) => t.replace(/description: '/, `description: '${token}: `), 'the edited description on the forwarded port',
-        async () => (await docs(port).catch(() => ({}))).description?.startsWith(token), 60)
+      synced = await timedEdit(
+        dir,
+        'services/product/src/service.js',
+        (t) => t.replace(/description: '/, `description: '${token}: `),
+        'the edited description on the forwarded port',
+        async () => (await docs(port).catch(() => ({}))).description?.startsWith(token),
+        60
+      )
       const version = `${before.version}-dev.1`
-      rebuilt = await timedEdit(dir, 'services/product/package.json', (t) => t.replace(/"version": "[^"]+"/, `"version": "${version}"`), 'the new package version on the forwarded port (a rebuilt image)',
-        async () => (await docs(dev.port('product')).catch(() => ({}))).version === version, 300)
+      rebuilt = await timedEdit(
+        dir,
+        'services/product/package.json',
+        (t) => t.replace(/"version": "[^"]+"/, `"version": "${version}"`),
+        'the new package version on the forwarded port (a rebuilt image)',
+        async () => (await docs(dev.port('product')).catch(() => ({}))).version === version,
+        300
+      )
     } catch (err) {
       console.error(dev.log().slice(-5000))
       throw err
@@ -160,10 +212,23 @@ export async function devLoop () {
       await dev.stop()
     }
     await runAsync('skaffold', ['delete', ...recipe.delete], { cwd: dir, env: skaffoldEnv() })
-    const left = await waitFor('nothing of the release left after skaffold delete', () => releaseGone().length === 0 && [], 180, 3000)
-    if (synced > 5) e2e.problems.push(`skaffold dev: a synced edit took ${synced.toFixed(1)} s to answer (target 5 s)`)
-    if (rebuilt > 90) e2e.problems.push(`skaffold dev: a rebuild took ${rebuilt.toFixed(0)} s to answer (target 90 s)`)
-    return `skaffold run ${recipe.run.join(' ')}: ${runSeconds.toFixed(0)} s (buildah, pushed, helm test), ${checks} route checks through the Ingress; skaffold dev: up in ${devSeconds.toFixed(0)} s, an edited .js answered on the forwarded port ${synced.toFixed(1)} s after the save (synced), a package.json change ${rebuilt.toFixed(0)} s after (rebuilt, redeployed); skaffold delete: ${left.length} objects left`
+    const left = await waitFor(
+      'nothing of the release left after skaffold delete',
+      () => releaseGone().length === 0 && [],
+      { timeoutMs: 180_000, everyMs: 3000 }
+    )
+    if (synced > 5) {
+      e2e.problems.push(`skaffold dev: a synced edit took ${synced.toFixed(1)} s to answer (target 5 s)`)
+    }
+    if (rebuilt > 90) {
+      e2e.problems.push(`skaffold dev: a rebuild took ${rebuilt.toFixed(0)} s to answer (target 90 s)`)
+    }
+    return `skaffold run ${recipe.run.join(' ')}: ${runSeconds.toFixed(0)} s (buildah, pushed, helm test), ` +
+      `${checks} route checks through the Ingress; ` +
+      `skaffold dev: up in ${devSeconds.toFixed(0)} s, ` +
+      `an edited .js answered on the forwarded port ${synced.toFixed(1)} s after the save (synced), ` +
+      `a package.json change ${rebuilt.toFixed(0)} s after (rebuilt, redeployed); ` +
+      `skaffold delete: ${left.length} objects left`
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

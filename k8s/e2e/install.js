@@ -7,7 +7,9 @@ import { shared, umbrellaWithDependencies } from '../../charts/test/lib.js'
 import { startDatastores } from './datastores.js'
 import { BACKUP_CLAIM, RESTORED_NS, backupKept, restoredValues } from './backup.js'
 import { http, kjson, kubectl, run, runAsync, waitFor } from './lib.js'
-import { API_VERSIONS, DATA_NS, INGRESS_HOST, INGRESS_URL, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, e2e, helmValues } from './context.js'
+import {
+  API_VERSIONS, DATA_NS, INGRESS_HOST, INGRESS_URL, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, e2e, helmValues
+} from './context.js'
 import { flows, flowTotal, routes, served } from './traffic.js'
 
 export function preflight () {
@@ -16,7 +18,8 @@ export function preflight () {
   if (!ready.length) throw new Error('no Ready node')
   const version = kjson(['version']).serverVersion.gitVersion
   const cpu = nodes.reduce((s, n) => s + Number.parseFloat(n.status.allocatable.cpu), 0)
-  console.error(`cluster ${version}, ${ready.length} node(s) ready, ${cpu} CPU allocatable; helm ${run('helm', ['version', '--short']).stdout.trim()}`)
+  console.error(`cluster ${version}, ${ready.length} node(s) ready, ${cpu} CPU allocatable; ` +
+    `helm ${run('helm', ['version', '--short']).stdout.trim()}`)
   return `${version}, ${ready.length} node(s), ${cpu} CPU`
 }
 export function namespaces () {
@@ -30,12 +33,23 @@ export function namespaces () {
   // of a Deployment or StatefulSet gets); the datastores, like a managed database, live elsewhere.
   for (const ns of [NS, `${NS}-bundled`]) {
     kubectl(['create', 'ns', ns])
-    kubectl(['label', 'ns', ns, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted', 'pod-security.kubernetes.io/audit=restricted'])
+    kubectl([
+      'label', 'ns', ns,
+      'pod-security.kubernetes.io/enforce=restricted',
+      'pod-security.kubernetes.io/warn=restricted',
+      'pod-security.kubernetes.io/audit=restricted'
+    ])
   }
   kubectl(['create', 'ns', DATA_NS])
-  const passwords = { 'postgres-password': randomBytes(18).toString('base64url'), 'redis-password': randomBytes(18).toString('base64url') }
+  const passwords = {
+    'postgres-password': randomBytes(18).toString('base64url'),
+    'redis-password': randomBytes(18).toString('base64url')
+  }
   // The operator's Secret in the release's namespace, as for any external database.
-  kubectl(['create', 'secret', 'generic', 'suite-datastores', '-n', NS, ...Object.entries(passwords).map(([k, v]) => `--from-literal=${k}=${v}`)])
+  kubectl([
+    'create', 'secret', 'generic', 'suite-datastores', '-n', NS,
+    ...Object.entries(passwords).map(([k, v]) => `--from-literal=${k}=${v}`)
+  ])
   startDatastores(DATA_NS, { passwords, postgresImage: POSTGRES_IMAGE, redisImage: REDIS_IMAGE })
   // The CRDs of the optional APIs the charts use (ServiceMonitor, TestRun), where the cluster lacks them.
   const crds = join(shared, 'crds')
@@ -47,27 +61,41 @@ export function namespaces () {
       installed.push(name.split('.')[0])
     }
   }
-  return `${NS} (restricted), datastores in ${DATA_NS}${installed.length ? `; CRDs installed: ${installed.join(', ')}` : ''}`
+  return `${NS} (restricted), datastores in ${DATA_NS}` +
+    `${installed.length ? `; CRDs installed: ${installed.join(', ')}` : ''}`
 }
 /** charts/suite with its dependencies, as after `helm dependency build` (offline: ../shared/k8s/charts). */
 export function chart () {
   e2e.chartDir = umbrellaWithDependencies()
   return readdirSync(join(e2e.chartDir, 'charts')).join(', ')
 }
-/** Every object of the bundled mode (Bitnami's PostgreSQL and Redis included) passes a server-side dry-run under "restricted". */
+/**
+ * Every object of the bundled mode (Bitnami's PostgreSQL and Redis included) passes a server-side
+ * dry-run under "restricted".
+ */
 export function bundledDryRun () {
   // A release name without a dot: the Bitnami charts cannot take one (the chart refuses it).
-  const yaml = run('helm', ['template', 'suite', e2e.chartDir, '-n', `${NS}-bundled`, ...API_VERSIONS, '--set', 'loadtest.enabled=true', '--set', 'loadtest.run=e2e']).stdout
+  const yaml = run('helm', [
+    'template', 'suite', e2e.chartDir, '-n', `${NS}-bundled`, ...API_VERSIONS,
+    '--set', 'loadtest.enabled=true', '--set', 'loadtest.run=e2e'
+  ]).stdout
   const r = kubectl(['apply', '--dry-run=server', '-n', `${NS}-bundled`, '-f', '-'], { input: yaml, ok: true })
   const violations = r.stderr.split('\n').filter((l) => /PodSecurity/.test(l))
-  if (r.code !== 0 || violations.length) throw new Error(`bundled mode, server-side dry-run in a restricted namespace:\n${violations.join('\n') || r.stderr}`)
+  if (r.code !== 0 || violations.length) {
+    throw new Error(
+      `bundled mode, server-side dry-run in a restricted namespace:\n${violations.join('\n') || r.stderr}`
+    )
+  }
   return `${r.stdout.trim().split('\n').length} objects accepted, 0 Pod Security warnings`
 }
 export async function install () {
   const started = Date.now()
   // The previous release, verified, when there is one (release.js): upgradePath takes it from there.
   const from = e2e.releases?.previous
-  await runAsync('helm', ['install', RELEASE, from?.chart ?? e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m', ...helmValues([], { images: !from })])
+  await runAsync('helm', [
+    'install', RELEASE, from?.chart ?? e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m',
+    ...helmValues([], { images: !from })
+  ])
   const seconds = ((Date.now() - started) / 1000).toFixed(1)
   // The seed Jobs are part of the release; the services answer while they run, and swap the data in at the end.
   await waitFor('seed Jobs complete', () => {
@@ -75,17 +103,21 @@ export async function install () {
     const failed = jobs.find((j) => j.status.failed >= (j.spec.backoffLimit ?? 6) + 1)
     if (failed) throw new Error(`seed Job ${failed.metadata.name} failed`)
     return jobs.length === 3 && jobs.every((j) => j.status.succeeded >= 1)
-  }, 300, 2000)
-  return `${from ? `release ${from.version}: ` : ''}helm install --wait: ${seconds} s; 3 seed Jobs complete after ${((Date.now() - started) / 1000).toFixed(1)} s`
+  }, { timeoutMs: 300_000, everyMs: 2000 })
+  return `${from ? `release ${from.version}: ` : ''}helm install --wait: ${seconds} s; ` +
+    `3 seed Jobs complete after ${((Date.now() - started) / 1000).toFixed(1)} s`
 }
 export function helmTest () {
   const r = run('helm', ['test', RELEASE, '-n', NS, '--timeout', '5m'], { ok: true })
-  const suites = [...r.stdout.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+(\S+)/g)].map(([, name, phase]) => `${name} ${phase}`)
+  const suites = [...r.stdout.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+(\S+)/g)]
+    .map(([, name, phase]) => `${name} ${phase}`)
   if (r.code !== 0) {
     // A failed test pod is kept (hook-delete-policy: hook-succeeded): what it printed says which URL
     // answered what (or that it could not connect).
     const failed = [...r.stdout.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+Failed/g)].map(([, name]) => name)
-    const logs = failed.map((pod) => `--- ${pod}:\n${kubectl(['logs', '-n', NS, `pod/${pod}`], { ok: true }).stdout.trim()}`).join('\n')
+    const logs = failed
+      .map((pod) => `--- ${pod}:\n${kubectl(['logs', '-n', NS, `pod/${pod}`], { ok: true }).stdout.trim()}`)
+      .join('\n')
     throw new Error(`helm test failed:\n${r.stdout}${r.stderr}${logs}`)
   }
   return `${suites.filter((s) => s.endsWith('Succeeded')).length}/${suites.length} Succeeded`
@@ -95,11 +127,15 @@ export function helmTest () {
  * release makes none until a run is asked for.
  */
 export function testRuns () {
-  const template = (...sets) => run('helm', ['template', RELEASE, e2e.chartDir, '-n', NS, ...API_VERSIONS, ...helmValues(['--set', 'loadtest.enabled=true', ...sets.flatMap((s) => ['--set', s])])]).stdout
+  const template = (...sets) => run('helm', [
+    'template', RELEASE, e2e.chartDir, '-n', NS, ...API_VERSIONS,
+    ...helmValues(['--set', 'loadtest.enabled=true', ...sets.flatMap((s) => ['--set', s])])
+  ]).stdout
   if (/^kind: TestRun$/m.test(template())) throw new Error('a TestRun is rendered without loadtest.run')
   const accepted = []
   for (const mode of ['steady', 'ladder', 'matrix']) {
-    const yaml = template(`loadtest.mode=${mode}`, 'loadtest.run=e2e').split(/^---$/m).filter((doc) => /^kind: TestRun$/m.test(doc))
+    const yaml = template(`loadtest.mode=${mode}`, 'loadtest.run=e2e').split(/^---$/m)
+      .filter((doc) => /^kind: TestRun$/m.test(doc))
     if (yaml.length !== 1) throw new Error(`${mode}: ${yaml.length} TestRuns rendered, 1 expected`)
     const r = kubectl(['apply', '--dry-run=server', '-n', NS, '-f', '-'], { input: yaml[0] })
     accepted.push(r.stdout.trim().replace(/^testrun\.k6\.io\//, '').replace(/ created \(server dry run\)$/, ''))
@@ -110,14 +146,26 @@ export function testRuns () {
 /** helm uninstall leaves nothing of the release: no Pods, Jobs, Secrets, ConfigMaps… */
 export async function uninstall () {
   await runAsync('helm', ['uninstall', RELEASE, '-n', NS, '--wait', '--timeout', '5m'])
-  const kinds = 'pods,jobs,deployments,replicasets,services,configmaps,secrets,serviceaccounts,persistentvolumeclaims,horizontalpodautoscalers,poddisruptionbudgets,networkpolicies,ingresses'
-  const extra = ['servicemonitors.monitoring.coreos.com', 'prometheusrules.monitoring.coreos.com', 'httproutes.gateway.networking.k8s.io', 'middlewares.traefik.io', 'testruns.k6.io'].filter((k) => kubectl(['get', k, '-n', NS], { ok: true }).code === 0)
+  const kinds = 'pods,jobs,deployments,replicasets,services,configmaps,secrets,serviceaccounts,' +
+    'persistentvolumeclaims,horizontalpodautoscalers,poddisruptionbudgets,networkpolicies,ingresses'
+  const extra = [
+    'servicemonitors.monitoring.coreos.com',
+    'prometheusrules.monitoring.coreos.com',
+    'httproutes.gateway.networking.k8s.io',
+    'middlewares.traefik.io',
+    'testruns.k6.io'
+  ].filter((k) => kubectl(['get', k, '-n', NS], { ok: true }).code === 0)
   const left = await waitFor('nothing of the release left', () => {
     const items = kjson(['get', [kinds, ...extra].join(','), '-n', NS]).items
-      .filter((o) => o.metadata.name !== 'suite-datastores' && !(o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') && !(o.kind === 'ServiceAccount' && o.metadata.name === 'default'))
-      .filter((o) => !(o.kind === 'PersistentVolumeClaim' && o.metadata.name === BACKUP_CLAIM && e2e.restored)) // kept on purpose: backupKept()
-    return items.length === 0 ? [] : (console.error(`left: ${items.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`), false)
-  }, 120, 3000)
+      .filter((o) => o.metadata.name !== 'suite-datastores' &&
+        !(o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') &&
+        !(o.kind === 'ServiceAccount' && o.metadata.name === 'default'))
+      // kept on purpose: backupKept()
+      .filter((o) => !(o.kind === 'PersistentVolumeClaim' && o.metadata.name === BACKUP_CLAIM && e2e.restored))
+    return items.length === 0
+      ? []
+      : (console.error(`left: ${items.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`), false)
+  }, { timeoutMs: 120_000, everyMs: 3000 })
   return `${left.length} objects left${backupKept()}`
 }
 /**
@@ -126,11 +174,21 @@ export async function uninstall () {
  */
 export async function reinstall () {
   // From the registry when the charts were pushed there (devloop.js: ociCharts), as users install.
-  await runAsync('helm', ['install', RELEASE, ...(e2e.chartRef ?? [e2e.chartDir]), '-n', NS, '--wait', '--timeout', '10m', ...helmValues(restoredValues())])
-  await waitFor('flows answers', async () => (await http(INGRESS_URL, { host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` })).status === 200, 120)
+  await runAsync('helm', [
+    'install', RELEASE, ...(e2e.chartRef ?? [e2e.chartDir]), '-n', NS, '--wait', '--timeout', '10m',
+    ...helmValues(restoredValues())
+  ])
+  await waitFor('flows answers', async () => (
+    await http(INGRESS_URL, { host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` })
+  ).status === 200, { timeoutMs: 120_000, everyMs: 1000 })
   const kept = await flowTotal()
-  if (kept !== flows.acknowledged) throw new Error(`after reinstall: ${kept} flows in the totals, ${flows.acknowledged} acknowledged before`)
+  if (kept !== flows.acknowledged) {
+    throw new Error(`after reinstall: ${kept} flows in the totals, ${flows.acknowledged} acknowledged before`)
+  }
   const waited = await served(INGRESS_HOST)
   await routes(INGRESS_HOST)
-  return `${e2e.chartRef ? `from ${e2e.chartRef[0]}: ` : ''}routed ${waited.toFixed(1)} s after helm --wait; installed again on ${e2e.restored ? `the database restored from the backup (${RESTORED_NS})` : 'the same database'}: the ${kept} acknowledged writes are there, every route answers`
+  return `${e2e.chartRef ? `from ${e2e.chartRef[0]}: ` : ''}routed ${waited.toFixed(1)} s after helm --wait; ` +
+    'installed again on ' +
+    `${e2e.restored ? `the database restored from the backup (${RESTORED_NS})` : 'the same database'}: ` +
+    `the ${kept} acknowledged writes are there, every route answers`
 }

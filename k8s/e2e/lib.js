@@ -4,9 +4,17 @@ import { spawn, spawnSync } from 'node:child_process'
 import { Agent, request } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 
+export { waitFor } from '../../services/kit/testing/wait.js'
+
 /** Runs a program to the end; throws with its output on a non-zero exit (unless `ok: true`). */
 export function run (cmd, args, { input, ok = false, env, cwd } = {}) {
-  const r = spawnSync(cmd, args, { input, cwd, encoding: 'utf8', maxBuffer: 256 << 20, env: env && { ...process.env, ...env } })
+  const r = spawnSync(cmd, args, {
+    input,
+    cwd,
+    encoding: 'utf8',
+    maxBuffer: 256 << 20,
+    env: env && { ...process.env, ...env }
+  })
   if (r.error) throw new Error(`${cmd}: ${r.error.code === 'ENOENT' ? 'not found on PATH' : r.error.message}`)
   if (r.status !== 0 && !ok) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}:\n${r.stderr || r.stdout}`)
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
@@ -20,26 +28,14 @@ export function runAsync (cmd, args, { env, cwd } = {}) {
     child.stdout.on('data', (d) => { out += d })
     child.stderr.on('data', (d) => { out += d })
     child.on('error', reject)
-    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${out}`))))
+    child.on('exit', (code) => (code === 0
+      ? resolve(out)
+      : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${out}`))))
   })
 }
 
 export const kubectl = (args, opts) => run('kubectl', args, opts)
 export const kjson = (args) => JSON.parse(kubectl([...args, '-o', 'json']).stdout)
-
-/** Polls `check` until it returns a truthy value; throws naming `what` after `seconds`. */
-export async function waitFor (what, check, seconds = 120, everyMs = 1000) {
-  const deadline = Date.now() + seconds * 1000
-  let last
-  while (Date.now() < deadline) {
-    try {
-      const v = await check()
-      if (v) return v
-    } catch (err) { last = err }
-    await sleep(everyMs)
-  }
-  throw new Error(`${what}: not within ${seconds} s${last ? ` (${last.message})` : ''}`)
-}
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 })
 
@@ -89,7 +85,10 @@ export function steadyLoad (base, { rate, targets }) {
     result.failed++
     result.failures[kind] = (result.failures[kind] ?? 0) + 1
   }
-  const what = (target) => `${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')}${target.host ? ` via ${target.host}` : ''}`
+  const what = (target) => {
+    const via = target.host ? ` via ${target.host}` : ''
+    return `${target.method ?? 'GET'} ${target.path.replace(/\d+/g, 'N')}${via}`
+  }
   const send = (target, resends) => {
     const t0 = performance.now()
     const wire = http(base, target)
@@ -102,7 +101,8 @@ export function steadyLoad (base, { rate, targets }) {
         target.onOk?.()
         return
       }
-      fail(`${res.status} ${what(target)} (${typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)})`)
+      const excerpt = typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)
+      fail(`${res.status} ${what(target)} (${excerpt})`)
       if (res.status < 500) return // the request's own fault: sending it again changes nothing
       return again(target, resends)
     }, (err) => {

@@ -2,23 +2,29 @@
 // the ids the seeded data holds, and the steady load's targets (reads and durable flows writes).
 import { randomBytes, randomUUID } from 'node:crypto'
 import { http, kubectl, waitFor } from './lib.js'
-import { GATEWAY_HOST, INGRESS_HOST, INGRESS_URL, NS, SERVICES, e2e, fullname, gatewayName, gatewayNs } from './context.js'
+import {
+  GATEWAY_HOST, INGRESS_HOST, INGRESS_URL, NS, SERVICES, e2e, fullname, gatewayName, gatewayNs
+} from './context.js'
 
 /**
  * Every original path through one host, and that the right service answers it (its own shape: a
  * route sent to the wrong service is a 404 there): reads and writes of every service's tables.
- * `url`: where the host is served (the ingress controller; scripts/expand-contract.test.js: a local
+ * `url`: where the host is served (the ingress controller; scripts/test/expand-contract.test.js: a local
  * router). Returns the number of checks.
  */
 export async function routes (host, url = INGRESS_URL) {
   const get = async (path, expect = 200) => {
     const res = await http(url, { host, path })
-    if (res.status !== expect) throw new Error(`${host} GET ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
+    if (res.status !== expect) {
+      throw new Error(`${host} GET ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
+    }
     return res.body
   }
   const send = async (method, path, json, expect, headers) => {
     const res = await http(url, { host, method, path, json, headers })
-    if (res.status !== expect) throw new Error(`${host} ${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
+    if (res.status !== expect) {
+      throw new Error(`${host} ${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
+    }
     return res
   }
   const checks = []
@@ -33,31 +39,56 @@ export async function routes (host, url = INGRESS_URL) {
   check('GET /products/:id/styles → styles', Array.isArray((await get(`/products/${first.id}/styles`)).results))
   check('GET /products/:id/related → ids', Array.isArray(await get(`/products/${first.id}/related`)))
   // profile: a new restaurant, then every read path
-  const restaurant = { name: `e2e ${host}`, address: '1 Main St', phone: '555-0100', picture: 'https://example.com/r.jpg', cuisine: 'test', price_range: 2, stars: 4, quality: 90, delivery: 80, accuracy: 70 }
+  const restaurant = {
+    name: `e2e ${host}`,
+    address: '1 Main St',
+    phone: '555-0100',
+    picture: 'https://example.com/r.jpg',
+    cuisine: 'test',
+    price_range: 2,
+    stars: 4,
+    quality: 90,
+    delivery: 80,
+    accuracy: 70
+  }
   const created = await send('POST', '/restaurants', restaurant, 201)
   const id = created.body.id
   check('POST /restaurants → 201 + Location', created.headers.location === `/restaurants/${id}`)
   check('GET /restaurants/:id → profile', (await get(`/restaurants/${id}`)).name === `e2e ${host}`)
   check('GET /restaurants/:id/profile → original shape', Array.isArray(await get(`/restaurants/${id}/profile`)))
-  check('PATCH /restaurants/:id with If-Match', (await send('PATCH', `/restaurants/${id}`, { stars: 4.5 }, 200, { 'if-match': created.headers.etag })).body.stars === 4.5)
+  check('PATCH /restaurants/:id with If-Match', (await send(
+    'PATCH', `/restaurants/${id}`, { stars: 4.5 }, 200, { 'if-match': created.headers.etag }
+  )).body.stars === 4.5)
   // menu: the same restaurant's menu, by both paths
   const dishes = [{ dishType: 'main', subType: 'e2e', dish: 'soup', price: 4.5, ingredients: 'water' }]
   await send('PUT', `/restaurants/${id}/menu`, { dishes }, 201)
-  check('PUT+GET /restaurants/:id/menu → menu (not profile)', (await get(`/restaurants/${id}/menu`)).dishes?.[0]?.dish === 'soup')
+  check(
+    'PUT+GET /restaurants/:id/menu → menu (not profile)',
+    (await get(`/restaurants/${id}/menu`)).dishes?.[0]?.dish === 'soup'
+  )
   check('GET /menu/:id → menu', (await get(`/menu/${id}`)).id === id)
   check('GET /menu/1 → a seeded menu', (await get('/menu/1')).id === 1)
   check('GET /restaurants/1 → a seeded profile', (await get('/restaurants/1')).id === 1)
   check('DELETE /restaurants/:id → 204', (await send('DELETE', `/restaurants/${id}`, undefined, 204)).status === 204)
-  check('GET /restaurants/:id after DELETE → 404', (await http(url, { host, path: `/restaurants/${id}` })).status === 404)
+  check(
+    'GET /restaurants/:id after DELETE → 404',
+    (await http(url, { host, path: `/restaurants/${id}` })).status === 404
+  )
   // flows
   const hour = 400_000 + Number.parseInt(randomBytes(2).toString('hex'), 16)
   const record = { src_app: 'e2e', dest_app: host, vpc_id: 'vpc-e2e', bytes_tx: 5, bytes_rx: 7, hour }
   await send('POST', '/flows', [record, record], 200, { 'idempotency-key': randomUUID() })
   const totals = rows(await get(`/flows?hour=${hour}`))
-  check('POST+GET /flows → totals', totals.length === 1 && Number(totals[0].bytes_tx) === 10 && Number(totals[0].bytes_rx) === 14)
+  check(
+    'POST+GET /flows → totals',
+    totals.length === 1 && Number(totals[0].bytes_tx) === 10 && Number(totals[0].bytes_rx) === 14
+  )
   // paths that belong to no service, and paths that look like one but are not routed to it
   check('GET /nothing → 404', [404].includes((await http(url, { host, path: '/nothing' })).status))
-  check('GET /restaurants/1/menu/extra → 404', (await http(url, { host, path: '/restaurants/1/menu/extra' })).status === 404)
+  check(
+    'GET /restaurants/1/menu/extra → 404',
+    (await http(url, { host, path: '/restaurants/1/menu/extra' })).status === 404
+  )
   return checks.length
 }
 
@@ -75,16 +106,28 @@ export async function served (host) {
   await waitFor(`every service routed on ${host}`, async () => {
     for (const path of paths) if ((await http(INGRESS_URL, { host, path })).status !== 200) return false
     return true
-  }, 120, 500)
+  }, { timeoutMs: 120_000, everyMs: 500 })
   return (Date.now() - started) / 1000
 }
 
 export async function routesAll () {
   const waited = [await served(INGRESS_HOST), gatewayName ? await served(GATEWAY_HOST) : 0]
-  if (Math.max(...waited) > 1) e2e.notes.push(`the proxy routed every service ${Math.max(...waited).toFixed(1)} s after the install was Ready (endpoints reach Traefik through its watch)`)
+  if (Math.max(...waited) > 1) {
+    e2e.notes.push(
+      `the proxy routed every service ${Math.max(...waited).toFixed(1)} s after the install was Ready ` +
+      '(endpoints reach Traefik through its watch)'
+    )
+  }
   const out = [`Ingress (${INGRESS_HOST}): ${await routes(INGRESS_HOST)} checks`]
-  if (gatewayName) out.push(`HTTPRoute via Gateway ${gatewayNs}/${gatewayName} (${GATEWAY_HOST}): ${await routes(GATEWAY_HOST)} checks`)
-  else e2e.notes.push('Gateway API: no E2E_GATEWAY, so the HTTPRoute was rendered and validated only (charts/test), not served')
+  if (gatewayName) {
+    out.push(
+      `HTTPRoute via Gateway ${gatewayNs}/${gatewayName} (${GATEWAY_HOST}): ${await routes(GATEWAY_HOST)} checks`
+    )
+  } else {
+    e2e.notes.push(
+      'Gateway API: no E2E_GATEWAY, so the HTTPRoute was rendered and validated only (charts/test), not served'
+    )
+  }
   return out.join('; ')
 }
 /** /metrics of each service, through the API server's Service proxy (no port-forward, any cluster). */
@@ -104,7 +147,9 @@ export async function seededIds () {
   const products = (await http(INGRESS_URL, { host: INGRESS_HOST, path: '/products?count=50' })).body.map((p) => p.id)
   const found = async (path) => {
     const ids = []
-    for (let id = 1; id <= 80 && ids.length < 40; id++) if ((await http(INGRESS_URL, { host: INGRESS_HOST, path: path(id) })).status === 200) ids.push(id)
+    for (let id = 1; id <= 80 && ids.length < 40; id++) {
+      if ((await http(INGRESS_URL, { host: INGRESS_HOST, path: path(id) })).status === 200) ids.push(id)
+    }
     return ids
   }
   return { products, restaurants: await found((id) => `/restaurants/${id}`), menus: await found((id) => `/menu/${id}`) }
@@ -122,7 +167,16 @@ export function loadTargets ({ products, restaurants, menus }, hosts = [INGRESS_
     (i) => ({ service: 'menu', host: host(i), path: `/menu/${menus[i % menus.length]}` }),
     (i) => ({ service: 'flows', host: host(i), path: `/flows?hour=${flows.hour}` }),
     // A write per cycle: each acknowledged one must be in the totals at the end.
-    (i) => ({ service: 'flows', host: host(i), method: 'POST', path: '/flows', json: [{ src_app: 'e2e-load', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }], headers: { 'idempotency-key': randomUUID() }, resend: 3, onOk: () => flows.acknowledged++ })
+    (i) => ({
+      service: 'flows',
+      host: host(i),
+      method: 'POST',
+      path: '/flows',
+      json: [{ src_app: 'e2e-load', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }],
+      headers: { 'idempotency-key': randomUUID() },
+      resend: 3,
+      onOk: () => flows.acknowledged++
+    })
   ]
 }
 

@@ -6,7 +6,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './ports.js'
-import { collect, exited, waitFor } from './processes.js'
+import { collect, exited } from './processes.js'
+import { waitFor } from './wait.js'
 import { findBinary } from './tools.js'
 
 /**
@@ -58,10 +59,10 @@ exporters:
   const child = spawn(bin, ['--config', config], { stdio: ['ignore', 'pipe', 'pipe'] })
   const output = collect(child)
   const queryUrl = `http://127.0.0.1:${query}`
-  await waitFor(async () => {
+  await waitFor('jaeger', async () => {
     if (child.exitCode !== null) throw new Error(`jaeger exited: ${output()}`)
     return (await fetch(`${queryUrl}/api/services`)).ok
-  }, 'jaeger', 60_000)
+  }, { timeoutMs: 60_000 })
   /** The spans of trace `id` (32 hex digits), each with its resource's attributes, or []. */
   async function trace (id) {
     const res = await fetch(`${queryUrl}/api/v3/traces/${id}`)
@@ -76,13 +77,16 @@ exporters:
     trace,
     /** Resolves to trace `id`'s spans once `until(spans)` holds (exports leave every OTEL_BSP_SCHEDULE_DELAY). */
     waitForTrace: (id, until = (spans) => spans.length > 0, timeoutMs = 15_000) =>
-      waitFor(async () => { const spans = await trace(id); return until(spans) && spans }, `trace ${id} in jaeger`, timeoutMs),
+      waitFor(`trace ${id} in jaeger`, async () => {
+        const spans = await trace(id)
+        return until(spans) && spans
+      }, { timeoutMs }),
     /**
      * Resolves to the span named `operation` of `service` that links to `span` ({ traceId, spanId }):
      * work that served several requests is a trace of its own, found by its links.
      */
     async waitForLinked (service, operation, span, timeoutMs = 15_000) {
-      return waitFor(async () => {
+      return waitFor(`a ${operation} span of ${service} linked to ${span.spanId}`, async () => {
         const params = new URLSearchParams({
           'query.service_name': service,
           'query.operation_name': operation,
@@ -92,9 +96,10 @@ exporters:
         })
         const res = await fetch(`${queryUrl}/api/v3/traces?${params}`)
         if (!res.ok) return false
-        const found = spansOf(await res.json()).find((s) => s.name === operation && s.links.some((l) => l.spanId === span.spanId && l.traceId === span.traceId))
+        const linked = (s) => s.links.some((l) => l.spanId === span.spanId && l.traceId === span.traceId)
+        const found = spansOf(await res.json()).find((s) => s.name === operation && linked(s))
         return found ?? false
-      }, `a ${operation} span of ${service} linked to ${span.spanId}`, timeoutMs)
+      }, { timeoutMs })
     },
     /** The services Jaeger has had spans from. */
     services: async () => (await (await fetch(`${queryUrl}/api/services`)).json()).data ?? [],
@@ -110,9 +115,12 @@ exporters:
 // api/v3 answers OTLP JSON ({ result: { resourceSpans } }), ids in hex: each span flattened with its
 // attributes (and its resource's) as plain values (an int64 comes as a string there; an array as a list).
 function spansOf (body) {
-  const valueOf = (v) => ('intValue' in v ? Number(v.intValue) : 'arrayValue' in v ? (v.arrayValue.values ?? []).map(valueOf) : Object.values(v)[0])
+  const valueOf = (v) => ('intValue' in v
+    ? Number(v.intValue)
+    : 'arrayValue' in v ? (v.arrayValue.values ?? []).map(valueOf) : Object.values(v)[0])
   const attrs = (list = []) => Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]))
-  return (body.result?.resourceSpans ?? []).flatMap((rs) => (rs.scopeSpans ?? []).flatMap((ss) => (ss.spans ?? []).map((s) => ({
+  const resourceSpans = body.result?.resourceSpans ?? []
+  return resourceSpans.flatMap((rs) => (rs.scopeSpans ?? []).flatMap((ss) => (ss.spans ?? []).map((s) => ({
     name: s.name,
     kind: s.kind,
     traceId: s.traceId,

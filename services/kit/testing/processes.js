@@ -1,21 +1,6 @@
-// Child processes and Linux /proc: waiting for a process, its output, its CPU time and memory,
+// Child processes and Linux /proc: a process's output, its CPU time and memory,
 // signalling it with its children, finding what a command left behind.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import { setTimeout as sleep } from 'node:timers/promises'
-
-/** Resolves to check()'s value once it is not false (it may throw meanwhile); fails after timeoutMs. */
-export async function waitFor (check, what, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs
-  let lastError
-  while (Date.now() < deadline) {
-    try {
-      const v = await check()
-      if (v !== false) return v
-    } catch (err) { lastError = err }
-    await sleep(50)
-  }
-  throw new Error(`${what} not ready after ${timeoutMs} ms${lastError ? `: ${lastError.message}` : ''}`)
-}
 
 /** A function returning everything `child` wrote to stdout and stderr so far. */
 export function collect (child) {
@@ -38,7 +23,12 @@ function stat (pid) {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
-    return { state: fields[0], ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), reaped: Number(fields[13]) + Number(fields[14]) }
+    return {
+      state: fields[0],
+      ppid: Number(fields[1]),
+      ticks: Number(fields[11]) + Number(fields[12]),
+      reaped: Number(fields[13]) + Number(fields[14])
+    }
   } catch {
     return null
   }

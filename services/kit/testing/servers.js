@@ -7,7 +7,8 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { freePort } from './ports.js'
-import { collect, exited, gone, signalTree, waitFor } from './processes.js'
+import { collect, exited, gone, signalTree } from './processes.js'
+import { waitFor } from './wait.js'
 import { findBinary } from './tools.js'
 
 // PostgreSQL refuses to run as root, so under root the server runs as the postgres system user.
@@ -52,24 +53,30 @@ export async function startPostgres ({ settings = {} } = {}) {
   const pwfile = `${dir}.pw`
   await writeFile(pwfile, password, { mode: 0o644 })
   try {
-    execFileSync(initdb, ['-D', dir, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...user, stdio: 'pipe' })
+    execFileSync(initdb, [
+      '-D', dir, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`,
+      '-E', 'UTF8', '--no-sync', '--no-instructions'
+    ], { ...user, stdio: 'pipe' })
   } finally {
     await rm(pwfile, { force: true })
   }
   const port = await freePort()
-  const args = ['-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300']
+  const args = [
+    '-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'
+  ]
   for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
   const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`
   let child, output
   const start = async () => {
     child = spawn(postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] })
     output = collect(child)
-    await waitFor(async () => {
+    await waitFor('postgres', async () => {
       if (child.exitCode !== null) throw new Error(`postgres exited: ${output()}`)
       const c = new pg.Client({ connectionString: url })
       await c.connect()
       await c.end()
-    }, 'postgres')
+      return true
+    })
   }
   await start()
   return {
@@ -90,7 +97,7 @@ export async function startPostgres ({ settings = {} } = {}) {
       signalTree(child.pid, 'SIGSTOP') // none of them may react to the others' end: all die at once
       const backends = signalTree(child.pid, 'SIGKILL')
       await exited(child)
-      await waitFor(() => backends.every(gone), 'postgres backends to exit', 10_000)
+      await waitFor('postgres backends to exit', () => backends.every(gone), { timeoutMs: 10_000 })
     },
     /**
      * holdCommits(true): every COMMIT, once durable, waits for a synchronous standby that never
@@ -102,7 +109,9 @@ export async function startPostgres ({ settings = {} } = {}) {
       const c = new pg.Client({ connectionString: url })
       await c.connect()
       try {
-        await c.query(on ? "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" : 'ALTER SYSTEM RESET synchronous_standby_names')
+        await c.query(on
+          ? "ALTER SYSTEM SET synchronous_standby_names = 'nobody'"
+          : 'ALTER SYSTEM RESET synchronous_standby_names')
         await c.query('SELECT pg_reload_conf()')
       } finally {
         await c.end()
@@ -131,13 +140,15 @@ export async function startRedis ({ password } = {}) {
   let child
   const start = async () => {
     // The password goes in on stdin ("-": read the configuration there), not on a command line.
-    child = spawn(bin, ['-', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    child = spawn(bin, [
+      '-', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'
+    ], { stdio: ['pipe', 'pipe', 'pipe'] })
     child.stdin.end(password === undefined ? '' : `requirepass "${password}"\n`)
     const output = collect(child)
-    await waitFor(() => {
+    await waitFor('redis-server', () => {
       if (child.exitCode !== null) throw new Error(`redis-server exited: ${output()}`)
       return output().includes('Ready to accept connections')
-    }, 'redis-server')
+    })
   }
   await start()
   return {

@@ -3,14 +3,15 @@ import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from './ports.js'
-import { collect, exited, listensOn, waitFor } from './processes.js'
+import { collect, exited, listensOn } from './processes.js'
+import { waitFor } from './wait.js'
 import { databaseEnv } from './servers.js'
 
 let cgroups = 0
 /**
  * A memory cgroup limited to `limitMb`, as a pod's container gets: the kernel holds the process to it,
- * and Node sizes its V8 heap from it (a 384 MB limit gives a 256 MB old generation and a 1 MB
- * semi-space, against 4 GB and 32 MB on this 24 GB machine), so memory is measured as in the pod.
+ * and Node sizes its V8 heap from it (a small limit gives a small old generation and semi-space, where
+ * a big machine gives big ones), so memory is measured as in the pod.
  * cgroup v1's memory controller or cgroup v2, as root; null where neither can be made.
  * Returns { dir, remove() }.
  */
@@ -19,7 +20,10 @@ function memoryCgroup (limitMb) {
   const name = `suite-test-${process.pid}-${++cgroups}`
   // [where, the limit's file, a file only that hierarchy has]: on a cgroup v1 machine /sys/fs/cgroup is
   // a tmpfs, where mkdir and a write would make a plain folder and file, and limit nothing.
-  for (const [parent, file, mark] of [['/sys/fs/cgroup/memory', 'memory.limit_in_bytes', 'memory.limit_in_bytes'], ['/sys/fs/cgroup', 'memory.max', 'cgroup.subtree_control']]) {
+  for (const [parent, file, mark] of [
+    ['/sys/fs/cgroup/memory', 'memory.limit_in_bytes', 'memory.limit_in_bytes'],
+    ['/sys/fs/cgroup', 'memory.max', 'cgroup.subtree_control']
+  ]) {
     if (!existsSync(join(parent, mark))) continue
     const dir = join(parent, name)
     try {
@@ -53,12 +57,15 @@ export async function startService (options) {
 }
 class PortTaken extends Error {}
 
-async function startOnce ({ entry, args = [], nodeArgs = [], env = {}, port, memoryLimitMb, readyPath = '/readyz', timeoutMs = 30_000 }) {
+async function startOnce ({
+  entry, args = [], nodeArgs = [], env = {}, port, memoryLimitMb, readyPath = '/readyz', timeoutMs = 30_000
+}) {
   const cgroup = memoryLimitMb ? memoryCgroup(memoryLimitMb) : null
   // In the cgroup from its first instruction: Node reads the limit once, when it sizes the heap. The
   // shell's pid is node's (exec).
   const command = [process.execPath, ...nodeArgs, entry, ...args]
-  const child = spawn(cgroup ? 'sh' : command[0], cgroup ? ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup.dir, ...command] : command.slice(1), {
+  const argv = cgroup ? ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup.dir, ...command] : command.slice(1)
+  const child = spawn(cgroup ? 'sh' : command[0], argv, {
     env: {
       ...process.env,
       HOST: '127.0.0.1',
@@ -76,12 +83,12 @@ async function startOnce ({ entry, args = [], nodeArgs = [], env = {}, port, mem
   const logs = collect(child)
   const url = `http://127.0.0.1:${port}`
   try {
-    const ready = await waitFor(async () => {
+    const ready = await waitFor(`service ${entry}`, async () => {
       if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${logs()}`)
       const res = await fetch(url + readyPath)
       // Ready, but is it the child? Another process may hold the port (the child then fails to bind).
       return res.status === 200 && (listensOn(child.pid, port) === false ? 'another process' : 'the child')
-    }, `service ${entry}`, timeoutMs)
+    }, { timeoutMs })
     if (ready === 'another process') throw new PortTaken(`port ${port} was taken by another process`)
   } catch (err) {
     // Never ready (a machine too busy, say): the test fails, and the process must not outlive it.
