@@ -1,15 +1,19 @@
-// npm run test:faults: the faults of issue 11 (#10-#15) made for real under steady load, each printing
-// requests sent, failures by kind, p99 while the fault lasts and seconds to recover, and checked:
-//   10 PostgreSQL killed with commits in flight (flows, clients resending with their Idempotency-Key)
-//   11 PostgreSQL frozen (SIGSTOP of every server process): reads and writes answered within 2 s
-//   12 PostgreSQL down 20 s under writes: no worker crash, no exit, 503s, then full recovery
-//   13 Redis frozen: throughput of the cached service ≥ 50% of the same service without a cache
-//   14 profile, 2 replicas: no read stale more than 1 s after a write acknowledged on the other one,
-//      without Redis, and with a shared Redis frozen mid-run
-//   15 SIGTERM under keep-alive load, default SHUTDOWN_DELAY_MS: 0 connection resets
+// npm run test:faults: real faults under steady load, each printing requests sent, failures by kind,
+// p99 while the fault lasts and seconds to recover, and checked:
+//   postgres-killed       PostgreSQL killed with commits in flight (flows, clients resending with their
+//                         Idempotency-Key): every acknowledged write kept, none counted twice
+//   postgres-frozen       PostgreSQL frozen (SIGSTOP of every server process): reads and writes answered
+//                         within 2 s
+//   postgres-down         PostgreSQL down 20 s under writes: no worker crash, no exit, 503s, then full
+//                         recovery
+//   redis-frozen          Redis frozen: throughput of the cached service ≥ 50% of the same service
+//                         without a cache
+//   replicas-never-stale  profile, 2 replicas: no read stale more than 1 s after a write acknowledged on
+//                         the other one, without Redis, and with a shared Redis frozen mid-run
+//   sigterm-keep-alive    SIGTERM under keep-alive load, default SHUTDOWN_DELAY_MS: 0 connection resets
 // Every server is its own (throwaway PostgreSQL and Redis on free loopback ports); services run with
 // the kit's defaults, except load shedding (off: on a shared machine it would add 503s of its own).
-// Exit 1 when a check fails. `node scripts/faults.js 11 13` runs some of them.
+// Exit 1 when a check fails. `node scripts/faults.js postgres-frozen redis-frozen` runs some of them.
 import { fileURLToPath } from 'node:url'
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -34,9 +38,16 @@ const check = (name, ok, detail) => {
 const say = (m) => console.log(`  ${m}`)
 function row (fault, whole, during, recovered) {
   const failures = Object.entries(whole.failures).map(([k, n]) => `${k}: ${n}`).join(', ') || 'none'
-  const r = { fault, requests: whole.sent, failures, p99: `${Math.round(during.p99)} ms`, recovered: recovered === undefined ? '—' : recovered === null ? 'never' : `${recovered.toFixed(1)} s` }
+  const r = {
+    fault,
+    requests: whole.sent,
+    failures,
+    p99: `${Math.round(during.p99)} ms`,
+    recovered: recovered === undefined ? '—' : recovered === null ? 'never' : `${recovered.toFixed(1)} s`
+  }
   rows.push(r)
-  console.log(`  requests ${r.requests}, failures ${r.failures}, p99 during the fault ${r.p99}, recovered in ${r.recovered}`)
+  console.log(`  requests ${r.requests}, failures ${r.failures}, p99 during the fault ${r.p99}, ` +
+    `recovered in ${r.recovered}`)
 }
 
 async function database (server, service, seed) {
@@ -93,8 +104,9 @@ function flowsWriter (url) {
       headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
       body: JSON.stringify(batch),
       then (rec, resend) {
+        const resendable = rec.error || rec.status === 503 || rec.status === 504
         if (rec.status === 200) stats.acked++
-        else if (rec.error || rec.status === 503 || rec.status === 504) resend(spec, rec.retryAfter ? rec.retryAfter * 1000 : 500)
+        else if (resendable) resend(spec, rec.retryAfter ? rec.retryAfter * 1000 : 500)
         else stats.refused++
       }
     }
@@ -120,7 +132,7 @@ function compareTotals (sent, stored) {
 const statusesOnly = (failures, allowed) => Object.keys(failures).every((k) => allowed.includes(k))
 
 const faults = {
-  async 10 () {
+  async 'postgres-killed' () {
     console.log('\n10 PostgreSQL killed with commits in flight (flows, 2 workers, 100 POST/s, resent with their key)')
     const server = await startPostgres()
     const url = await database(server, 'flows')
@@ -139,22 +151,29 @@ const faults = {
       await server.holdCommits(false)
       await sleep(7000)
       await load.stop()
-      row('10 PostgreSQL killed mid-commit', summarize(load.records), summarize(load.records, { from, to }), recovery(load.records, to))
+      row('postgres-killed', summarize(load.records), summarize(load.records, { from, to }),
+        recovery(load.records, to))
       const { lost, extra } = compareTotals(writer.sent, await storedFlows(url))
       say(`${writer.stats.batches} batches sent, ${writer.stats.acked} acknowledged (after resends)`)
-      check('10: every batch acknowledged, 0 acknowledged writes lost, none counted twice', lost === 0 && extra === 0 && writer.stats.acked === writer.stats.batches,
+      check('postgres-killed: every batch acknowledged, 0 acknowledged writes lost, none counted twice',
+        lost === 0 && extra === 0 && writer.stats.acked === writer.stats.batches,
         `keys short ${lost}, keys over ${extra}`)
-      check('10: only 503 and 504 while PostgreSQL is gone', statusesOnly(summarize(load.records).failures, ['503', '504']))
+      check('postgres-killed: only 503 and 504 while PostgreSQL is gone',
+        statusesOnly(summarize(load.records).failures, ['503', '504']))
     } finally {
       await svc.stop()
       await server.stop()
     }
   },
 
-  async 11 () {
+  async 'postgres-frozen' () {
     console.log('\n11 PostgreSQL frozen 5 s (SIGSTOP): product reads without cache (100/s) and flows writes (50/s)')
     const server = await startPostgres()
-    const product = await start('product', { DATABASE_URL: await database(server, 'product', PRODUCT_SEED), WORKERS: '2', CACHE_ENABLED: 'false' })
+    const product = await start('product', {
+      DATABASE_URL: await database(server, 'product', PRODUCT_SEED),
+      WORKERS: '2',
+      CACHE_ENABLED: 'false'
+    })
     const flowsUrl = await database(server, 'flows')
     const flows = await start('flows', { DATABASE_URL: flowsUrl, WORKERS: '2' })
     try {
@@ -171,15 +190,17 @@ const faults = {
       await sleep(5000)
       await Promise.all([reads.stop(), writes.stop(), ready.stop()])
       const all = [...reads.records, ...writes.records]
-      row('11 PostgreSQL frozen', summarize(all), summarize(all, { from, to }), recovery(all, to))
+      row('postgres-frozen', summarize(all), summarize(all, { from, to }), recovery(all, to))
       const [slowRead, slowWrite] = [summarize(reads.records).max, summarize(writes.records).max]
-      check('11: every request answered within 2 s, frozen or not', Math.max(slowRead, slowWrite) <= 2000,
+      check('postgres-frozen: every request answered within 2 s, frozen or not', Math.max(slowRead, slowWrite) <= 2000,
         `slowest read ${Math.round(slowRead)} ms, slowest write ${Math.round(slowWrite)} ms`)
       const readyz = summarize(ready.records, { from, to, ok: (s) => s === 200 })
-      check('11: /readyz answered within 1 s while frozen', readyz.max <= 1000 && readyz.sent > 0, `slowest ${Math.round(readyz.max)} ms of ${readyz.sent}`)
-      check('11: only 503 and 504 while frozen', statusesOnly(summarize(all).failures, ['503', '504']))
+      check('postgres-frozen: /readyz answered within 1 s while frozen', readyz.max <= 1000 && readyz.sent > 0,
+        `slowest ${Math.round(readyz.max)} ms of ${readyz.sent}`)
+      check('postgres-frozen: only 503 and 504 while frozen', statusesOnly(summarize(all).failures, ['503', '504']))
       const { lost, extra } = compareTotals(writer.sent, await storedFlows(flowsUrl))
-      check('11: 0 acknowledged writes lost', lost === 0 && extra === 0 && writer.stats.acked === writer.stats.batches, `keys short ${lost}, over ${extra}`)
+      const kept = lost === 0 && extra === 0 && writer.stats.acked === writer.stats.batches
+      check('postgres-frozen: 0 acknowledged writes lost', kept, `keys short ${lost}, over ${extra}`)
     } finally {
       server.resume()
       await Promise.all([product.stop(), flows.stop()])
@@ -187,7 +208,7 @@ const faults = {
     }
   },
 
-  async 12 () {
+  async 'postgres-down' () {
     console.log('\n12 PostgreSQL killed and down 20 s under writes (flows, 2 workers, 100 POST/s)')
     const server = await startPostgres()
     const url = await database(server, 'flows')
@@ -204,19 +225,24 @@ const faults = {
       await server.start()
       await sleep(8000)
       await load.stop()
-      row('12 PostgreSQL down 20 s', summarize(load.records), summarize(load.records, { from, to }), recovery(load.records, to))
-      check('12: the process never exited, no worker crashed', alive && svc.child.exitCode === null && !/worker exited|worker crashed/.test(svc.logs()))
-      check('12: only 503 and 504 during the outage', statusesOnly(summarize(load.records).failures, ['503', '504']))
+      row('postgres-down', summarize(load.records), summarize(load.records, { from, to }),
+        recovery(load.records, to))
+      check('postgres-down: the process never exited, no worker crashed',
+        alive && svc.child.exitCode === null && !/worker exited|worker crashed/.test(svc.logs()))
+      check('postgres-down: only 503 and 504 during the outage',
+        statusesOnly(summarize(load.records).failures, ['503', '504']))
       const { lost, extra } = compareTotals(writer.sent, await storedFlows(url))
-      check('12: full recovery: every batch acknowledged, totals exact', lost === 0 && extra === 0 && writer.stats.acked === writer.stats.batches, `keys short ${lost}, over ${extra}`)
+      check('postgres-down: full recovery: every batch acknowledged, totals exact',
+        lost === 0 && extra === 0 && writer.stats.acked === writer.stats.batches, `keys short ${lost}, over ${extra}`)
     } finally {
       await svc.stop()
       await server.stop()
     }
   },
 
-  async 13 () {
-    console.log('\n13 Redis frozen: product reads, 32 connections as fast as they go, 6 s each, against the same service without a cache')
+  async 'redis-frozen' () {
+    console.log('\n13 Redis frozen: product reads, 32 connections as fast as they go, 6 s each, ' +
+      'against the same service without a cache')
     const server = await startPostgres()
     const redis = await startRedis()
     const url = await database(server, 'product', PRODUCT_SEED)
@@ -225,7 +251,16 @@ const faults = {
       start('product', { DATABASE_URL: url, CACHE_ENABLED: 'false', WORKERS: '1' })
     ])
     // Closed loop on vegeta: 32 connections as fast as the service answers, for 6 s.
-    const run = (base) => attack({ name: 'fault 13', baseUrls: [base], rate: 0, seconds: 6, workers: 32, timeoutSeconds: 10, draw: () => ({ method: 'GET', path: productPath() }), classify: () => ({ name: 'GET /products/:id', expected: (status) => status === 200 }) })
+    const run = (base) => attack({
+      name: 'fault redis-frozen',
+      baseUrls: [base],
+      rate: 0,
+      seconds: 6,
+      workers: 32,
+      timeoutSeconds: 10,
+      draw: () => ({ method: 'GET', path: productPath() }),
+      classify: () => ({ name: 'GET /products/:id', expected: (status) => status === 200 })
+    })
     try {
       const without = await run(uncached.url)
       say(`no cache: ${Math.round(without.rps)} req/s, p99 ${Math.round(without.p99)} ms`)
@@ -234,7 +269,8 @@ const faults = {
       say(`Redis frozen: ${Math.round(frozen.rps)} req/s, p99 ${Math.round(frozen.p99)} ms`)
       redis.resume()
       const t0 = performance.now()
-      const hits = async () => metric((await get(cached.url, '/metrics')).body, 'cache_requests_total', { result: 'hit' })
+      const hits = async () => metric((await get(cached.url, '/metrics')).body, 'cache_requests_total',
+        { result: 'hit' })
       const before = await hits()
       let back = null
       while (back === null && performance.now() - t0 < 15_000) {
@@ -243,11 +279,15 @@ const faults = {
         else await sleep(50)
       }
       const failures = {}
-      for (const [code, n] of Object.entries(frozen.statuses)) if (Number(code) !== 200) failures[code === '0' ? 'no answer' : code] = n
-      row('13 Redis frozen', { sent: frozen.sent, failures }, { p99: frozen.p99 }, back)
+      for (const [code, n] of Object.entries(frozen.statuses)) {
+        if (Number(code) !== 200) failures[code === '0' ? 'no answer' : code] = n
+      }
+      row('redis-frozen', { sent: frozen.sent, failures }, { p99: frozen.p99 }, back)
       const ratio = frozen.rps / without.rps
-      check('13: frozen-Redis throughput ≥ 50% of the no-cache figure of the same run', ratio >= 0.5, `${Math.round(ratio * 100)}%`)
-      check('13: no failed request, cache hits again after Redis comes back', Object.keys(failures).length === 0 && back !== null)
+      check('redis-frozen: frozen-Redis throughput ≥ 50% of the no-cache figure of the same run', ratio >= 0.5,
+        `${Math.round(ratio * 100)}%`)
+      check('redis-frozen: no failed request, cache hits again after Redis comes back',
+        Object.keys(failures).length === 0 && back !== null)
     } finally {
       redis.resume()
       await Promise.all([cached.stop(), uncached.stop()])
@@ -255,12 +295,16 @@ const faults = {
     }
   },
 
-  async 14 () {
+  async 'replicas-never-stale' () {
     for (const withRedis of [false, true]) {
-      console.log(`\n14 profile, 2 replicas ${withRedis ? 'sharing a Redis frozen from 3 s to 7 s' : 'without Redis'}: writes on one (PATCH in turn on 10 ids), reads on the other (100/s)`)
+      const replicas = withRedis ? 'sharing a Redis frozen from 3 s to 7 s' : 'without Redis'
+      console.log(`\n14 profile, 2 replicas ${replicas}: writes on one (PATCH in turn on 10 ids), ` +
+        'reads on the other (100/s)')
       const server = await startPostgres()
       const redis = withRedis ? await startRedis() : null
-      const url = await database(server, 'profile', `INSERT INTO restaurants (id, name, address, phone, picture, cuisine, price_range, stars, quality, delivery, accuracy)
+      const url = await database(server, 'profile',
+        'INSERT INTO restaurants (id, name, address, phone, picture, cuisine, ' +
+        `price_range, stars, quality, delivery, accuracy)
         SELECT i, 'w0', 'a', 'p', 'https://x.example/p.jpg', 'c', 2, 4.5, 90, 80, 70 FROM generate_series(1, 10) i`)
       const env = { DATABASE_URL: url, WORKERS: '2', ...(redis && { REDIS_URL: redis.url }) }
       const [a, b] = await Promise.all([start('profile', env), start('profile', env)])
@@ -271,7 +315,11 @@ const faults = {
         const writer = (async () => {
           for (let seq = 1; writing; seq++) {
             const id = 1 + (seq % 10)
-            const res = await fetch(`${a.url}/restaurants/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: `w${seq}` }) })
+            const res = await fetch(`${a.url}/restaurants/${id}`, {
+              method: 'PATCH',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ name: `w${seq}` })
+            })
             await res.arrayBuffer()
             if (res.status === 200) { if (!acks.has(id)) acks.set(id, []); acks.get(id).push({ seq, at: reads.now() }) }
             await sleep(50)
@@ -305,11 +353,15 @@ const faults = {
           if (missed) { stale++; stalest = Math.max(stalest, r.at - missed.at) }
         }
         const writes = [...acks.values()].reduce((n, l) => n + l.length, 0)
-        row(`14 profile 2 replicas, ${withRedis ? 'Redis frozen' : 'no Redis'}`, summarize(reads.records), summarize(reads.records, { from, to }), withRedis ? recovery(reads.records, to) : undefined)
-        say(`${writes} writes acknowledged; ${stale} reads returned an older version, the stalest ${Math.round(stalest)} ms after the newer one was acknowledged`)
-        check(`14 (${withRedis ? 'Redis frozen' : 'no Redis'}): no read stale more than 1 s after an acknowledged write on the other replica`, stalest <= 1000 && writes > 50,
-          `stalest ${Math.round(stalest)} ms`)
-        check(`14 (${withRedis ? 'Redis frozen' : 'no Redis'}): no failed read`, Object.keys(summarize(reads.records).failures).length === 0)
+        row(`replicas-never-stale, ${withRedis ? 'Redis frozen' : 'no Redis'}`, summarize(reads.records),
+          summarize(reads.records, { from, to }), withRedis ? recovery(reads.records, to) : undefined)
+        say(`${writes} writes acknowledged; ${stale} reads returned an older version, ` +
+          `the stalest ${Math.round(stalest)} ms after the newer one was acknowledged`)
+        const which = `replicas-never-stale (${withRedis ? 'Redis frozen' : 'no Redis'})`
+        check(`${which}: no read stale more than 1 s after an acknowledged write on the other replica`,
+          stalest <= 1000 && writes > 50, `stalest ${Math.round(stalest)} ms`)
+        check(`${which}: no failed read`,
+          Object.keys(summarize(reads.records).failures).length === 0)
       } finally {
         redis?.resume()
         await Promise.all([a.stop(), b.stop()])
@@ -318,12 +370,17 @@ const faults = {
     }
   },
 
-  async 15 () {
-    console.log('\n15 SIGTERM to one of 2 product replicas under keep-alive load (200/s), SHUTDOWN_DELAY_MS default (0)')
+  async 'sigterm-keep-alive' () {
+    console.log('\n15 SIGTERM to one of 2 product replicas under keep-alive load (200/s), ' +
+      'SHUTDOWN_DELAY_MS default (0)')
     const server = await startPostgres()
     const redis = await startRedis()
     const url = await database(server, 'product', PRODUCT_SEED)
-    const [a, b] = await Promise.all([0, 1].map(() => start('product', { DATABASE_URL: url, REDIS_URL: redis.url, WORKERS: '2' })))
+    const [a, b] = await Promise.all([0, 1].map(() => start('product', {
+      DATABASE_URL: url,
+      REDIS_URL: redis.url,
+      WORKERS: '2'
+    })))
     try {
       const targets = [a.url, b.url]
       // Round robin over the replicas not draining: one that answered `Connection: close` gets nothing new.
@@ -339,12 +396,16 @@ const faults = {
       await sleep(3000)
       await load.stop()
       const whole = summarize(load.records)
-      row('15 SIGTERM under keep-alive', whole, summarize(load.records, { from, to }), recovery(load.records, to))
+      row('sigterm-keep-alive', whole, summarize(load.records, { from, to }), recovery(load.records, to))
       const resets = load.records.filter((r) => ['ECONNRESET', 'EPIPE'].includes(r.error))
-      say(`the stopped replica exited ${code} after ${((to - from) / 1000).toFixed(1)} s; ${resets.filter((r) => r.reused).length} resets on a kept-alive connection, ${resets.filter((r) => !r.reused).length} on a new one`)
-      check('15: 0 connection resets, exit 0', resets.length === 0 && code === 0, `resets ${resets.length}, exit ${code}`)
+      say(`the stopped replica exited ${code} after ${((to - from) / 1000).toFixed(1)} s; ` +
+        `${resets.filter((r) => r.reused).length} resets on a kept-alive connection, ` +
+        `${resets.filter((r) => !r.reused).length} on a new one`)
+      check('sigterm-keep-alive: 0 connection resets, exit 0', resets.length === 0 && code === 0,
+        `resets ${resets.length}, exit ${code}`)
       const unanswered = load.records.filter((r) => r.error)
-      check('15: every request got an HTTP answer (none reset, refused or cut), on kept-alive connections and new ones', unanswered.length === 0, JSON.stringify(summarize(unanswered).failures))
+      check('sigterm-keep-alive: every request got an HTTP answer (none reset, refused or cut), on kept-alive ' +
+        'connections and new ones', unanswered.length === 0, JSON.stringify(summarize(unanswered).failures))
     } finally {
       await Promise.all([a.stop(), b.stop()])
       await Promise.all([redis.stop(), server.stop()])
@@ -363,7 +424,8 @@ for (const name of chosen) {
   }
 }
 
-console.log('\n| fault | requests | failures by kind | p99 during the fault | recovered in |\n| --- | --- | --- | --- | --- |')
+console.log('\n| fault | requests | failures by kind | p99 during the fault | recovered in |\n' +
+  '| --- | --- | --- | --- | --- |')
 for (const r of rows) console.log(`| ${r.fault} | ${r.requests} | ${r.failures} | ${r.p99} | ${r.recovered} |`)
 const failed = checks.filter((c) => !c.ok)
 console.log(`\n${checks.length - failed.length} of ${checks.length} checks passed`)
