@@ -12,7 +12,9 @@ import { fileURLToPath } from 'node:url'
 import { runCommand } from '@suite/kit/args'
 import * as list from './generate/services.js'
 import { VERSION_FILES, suiteChart } from './generate/versions.js'
-import { SERVICES_WITH_SETTINGS, chartConfigSchema, chartValues, kitSettings, serviceSettings } from './generate/reference.js'
+import {
+  SERVICES_WITH_SETTINGS, chartConfigSchema, chartValues, kitSettings, serviceSettings
+} from './generate/reference.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -41,7 +43,10 @@ export const FILES = {
   'README.md': list.readme,
   'services/README.md': kitSettings,
   ...Object.fromEntries(SERVICES_WITH_SETTINGS.map((name) => [`services/${name}/README.md`, serviceSettings(name)])),
-  'charts/README.md': (text, read) => chartValues('service values', 'charts/service')(chartValues('suite values', 'charts/suite')(text, read), read),
+  'charts/VALUES.md': (text, read) => {
+    const suite = chartValues('suite values', 'charts/suite', '###')(text, read)
+    return chartValues('service values', 'charts/service', '###')(suite, read)
+  },
   'charts/loadtest/README.md': chartValues('values', 'charts/loadtest', '###')
 }
 
@@ -64,8 +69,12 @@ export function stale (dir = root) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   await runCommand('generate', {
     usage: 'npm run generate [-- --check]   (or node scripts/generate.js [options])',
-    summary: 'Writes every file that derives from one source: the files naming the services (from services/list.js), the settings and values tables, the service chart\'s config schema (CONTRIBUTING.md: Generated files).',
-    options: { check: { type: 'boolean', default: false, help: 'write nothing: name the stale files, exit 1 if there are any' } },
+    summary: 'Writes every file that derives from one source: ' +
+      'the files naming the services (from services/list.js), the settings and values tables, ' +
+      'the service chart\'s config schema (CONTRIBUTING.md: Generated files).',
+    options: {
+      check: { type: 'boolean', default: false, help: 'write nothing: name the stale files, exit 1 if there are any' }
+    },
     examples: ['npm run generate', 'npm run generate -- --check']
   }, ({ check }) => {
     const changed = stale()

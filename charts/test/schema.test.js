@@ -1,5 +1,5 @@
 // values.schema.json: broken values are refused, unknown keys too; the service settings the chart
-// accepts are the kit's; every value is documented in values.yaml (## @param) and charts/README.md.
+// accepts are the kit's; every value is documented in values.yaml (## @param) and charts/VALUES.md.
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
@@ -16,13 +16,28 @@ const BROKEN = {
   'WORKERS as a word': ['--set', 'menu.workers=two'],
   'a setting the services do not have': ['--set', 'flows.config.LOG_LEVL=info'],
   'a bad log level': ['--set', 'profile.config.LOG_LEVEL=loud'],
-  'a password in a plain env value': ['--set', 'product.extraEnv[0].name=DB_PASSWORD,product.extraEnv[0].value=hunter2'],
-  'a password in a plain env value of a mixed-case name': ['--set', 'product.extraEnv[0].name=dbPassword,product.extraEnv[0].value=hunter2'],
+  'a password in a plain env value': [
+    '--set', 'product.extraEnv[0].name=DB_PASSWORD,product.extraEnv[0].value=hunter2'
+  ],
+  'a password in a plain env value of a mixed-case name': [
+    '--set', 'product.extraEnv[0].name=dbPassword,product.extraEnv[0].value=hunter2'
+  ],
   'an API key in a plain env value': ['--set', 'menu.extraEnv[0].name=Upstream_ApiKey,menu.extraEnv[0].value=k-123'],
-  'a URL with a password in any env value': ['--set', 'flows.extraEnv[0].name=ANALYTICS_DSN,flows.extraEnv[0].value=postgres://app:hunter2@db.example.com/x'],
-  'a password in the external database user': ['--set', 'global.externalDatabase.host=db.example.com,global.externalDatabase.user=app:hunter2'],
-  'a password in the external database options': ['--set', 'global.externalDatabase.host=db.example.com,global.externalDatabase.options=sslmode=require&PassWord=hunter2'],
-  'an sslmode of its own beside the external database CA': ['--set', 'global.externalDatabase.host=db.example.com,global.externalDatabase.caSecret=db-ca,global.externalDatabase.options=sslmode=require'],
+  'a URL with a password in any env value': [
+    '--set', 'flows.extraEnv[0].name=ANALYTICS_DSN,flows.extraEnv[0].value=postgres://app:hunter2@db.example.com/x'
+  ],
+  'a password in the external database user': [
+    '--set', 'global.externalDatabase.host=db.example.com,global.externalDatabase.user=app:hunter2'
+  ],
+  'a password in the external database options': [
+    '--set',
+    'global.externalDatabase.host=db.example.com,global.externalDatabase.options=sslmode=require&PassWord=hunter2'
+  ],
+  'an sslmode of its own beside the external database CA': [
+    '--set',
+    'global.externalDatabase.host=db.example.com,global.externalDatabase.caSecret=db-ca,' +
+    'global.externalDatabase.options=sslmode=require'
+  ],
   'a typo in the external database': ['--set', 'global.externalDatabase.hots=db.example.com'],
   'an anchored route': ['--set', 'routes.flows[0].match=PathPrefix,routes.flows[0].path=/flows$'],
   'an unknown route match': ['--set', 'routes.flows[0].match=Prefix,routes.flows[0].path=/flows'],
@@ -47,22 +62,28 @@ test('the schemas close every object of ours (unknown keys are errors)', () => {
     assert.equal(schema.additionalProperties, false, `${chart}: top level`)
     if (chart !== 'loadtest') walk(schema, chart)
   }
-  // Open on purpose: globals (shared with the Bitnami charts), and each subchart's section, which its own schema checks.
-  assert.deepEqual(open.sort(), ['service.global', 'suite.global', 'suite.global.postgresql', 'suite.global.postgresql.auth',
-    'suite.global.security', 'suite.loadtest', 'suite.postgresql', 'suite.redis', ...SERVICES.map((s) => `suite.${s}`)].sort())
+  // Open on purpose: globals (shared with the Bitnami charts), and each subchart's section, which its own
+  // schema checks.
+  assert.deepEqual(open.sort(), [
+    'service.global', 'suite.global', 'suite.global.postgresql', 'suite.global.postgresql.auth',
+    'suite.global.security', 'suite.loadtest', 'suite.postgresql', 'suite.redis', ...SERVICES.map((s) => `suite.${s}`)
+  ].sort())
 })
 
 // The chart's `config` schema is written from the services' settings by npm run generate
 // (generate.test.js checks it is current); the settings the chart sets itself must still exist.
 test('the settings the chart sets itself are settings of the services', () => {
-  for (const k of CHART_OWNED_SETTINGS) assert.ok(k in baseSchema.properties, `${k} is no longer a setting of the services`)
-  const schema = JSON.parse(readFileSync(join(charts, 'service', 'values.schema.json'), 'utf8')).properties.config.properties
+  for (const k of CHART_OWNED_SETTINGS) {
+    assert.ok(k in baseSchema.properties, `${k} is no longer a setting of the services`)
+  }
+  const schema = JSON.parse(readFileSync(join(charts, 'service', 'values.schema.json'), 'utf8'))
+    .properties.config.properties
   for (const k of CHART_OWNED_SETTINGS) assert.ok(!(k in schema), `config takes ${k}, which the chart sets itself`)
 })
 
-// Each key of values.yaml is a `## @param` line (itself or an ancestor), and each @param is in the README.
-test('every value is documented in values.yaml and charts/README.md', () => {
-  const readme = readFileSync(join(charts, 'README.md'), 'utf8')
+// Each key of values.yaml is a `## @param` line (itself or an ancestor), and each @param is in VALUES.md.
+test('every value is documented in values.yaml and charts/VALUES.md', () => {
+  const readme = readFileSync(join(charts, 'VALUES.md'), 'utf8')
   for (const chart of ['service', 'suite']) {
     const text = readFileSync(join(charts, chart, 'values.yaml'), 'utf8')
     const params = [...text.matchAll(/^\s*## @param (\S+)/gm)].map((m) => m[1])
@@ -76,6 +97,8 @@ test('every value is documented in values.yaml and charts/README.md', () => {
     }
     walk(values, '')
     assert.deepEqual(undocumented, [], `${chart}/values.yaml: keys without ## @param`)
-    for (const p of params) assert.ok(readme.includes(`\`${p}\``), `charts/README.md does not document ${chart}'s \`${p}\``)
+    for (const p of params) {
+      assert.ok(readme.includes(`\`${p}\``), `charts/VALUES.md does not document ${chart}'s \`${p}\``)
+    }
   }
 })
