@@ -17,7 +17,9 @@ import { parseArgs } from 'node:util'
 import { kubectl, run, table } from './lib.js'
 import { DATA_NS, INGRESS_URL, NS, RELEASE, e2e } from './context.js'
 import { images } from './images.js'
-import { bundledDryRun, chart, helmTest, install, namespaces, preflight, reinstall, testRuns, uninstall } from './install.js'
+import {
+  bundledDryRun, chart, helmTest, install, namespaces, preflight, reinstall, testRuns, uninstall
+} from './install.js'
 import { metrics, routesAll } from './traffic.js'
 import { PHASE_COLUMNS, disruptions, phases } from './disruptions.js'
 import { crashes } from './crashes.js'
@@ -25,7 +27,10 @@ import { devLoop, ociCharts } from './devloop.js'
 import { releases, upgradePath } from './release.js'
 import { RESTORED_NS, backupAndRestore } from './backup.js'
 import { ADDONS } from './context.js'
-import { addons, alertThroughAlertmanager, monitoringCost, queriesWithData, rpsAutoscaling, scaledBack, scraped, traceAndExemplar } from './monitoring.js'
+import {
+  addons, alertThroughAlertmanager, monitoringCost, queriesWithData, rpsAutoscaling, scaledBack, scraped,
+  traceAndExemplar
+} from './monitoring.js'
 import { provisionFor } from '../../scripts/provision.js'
 
 const USAGE = `usage: npm run test:e2e [-- --keep] [-- --help]
@@ -98,7 +103,9 @@ try {
   await stage('preflight', preflight)
   // The add-ons install while the images build: their install mostly waits for pods, the builds
   // mostly compute. Nothing before the registry's first use (the OCI charts) needs them.
-  const addonsInstalled = ADDONS === 'lab' ? stage('add-ons: kube-prometheus-stack, prometheus-adapter, Jaeger (beside the images)', addons) : null
+  const addonsInstalled = ADDONS === 'lab'
+    ? stage('add-ons: kube-prometheus-stack, prometheus-adapter, Jaeger (beside the images)', addons)
+    : null
   addonsInstalled?.catch(() => {}) // its failure is thrown by the await below, not as an unhandled rejection meanwhile
   await stage('images', images)
   await addonsInstalled
@@ -125,25 +132,39 @@ try {
   await stage('TestRuns', testRuns)
   await stage('backup, and its restore into a fresh database', backupAndRestore)
   await stage('uninstall', uninstall)
+  // Between the uninstall and the reinstall, when the suite's release is not there: on a small node
+  // the two releases do not fit at once, and --keep keeps the reinstalled one.
+  await stage('the dev loop: skaffold run, dev (sync, rebuild), delete', devLoop)
   await stage('reinstall', reinstall)
   // The uninstall above proved that nothing is left; this one only cleans up, without waiting for
   // the pods' drain (SHUTDOWN_DELAY_MS and more, which would only add to the run).
-  if (!opts.keep) await stage('clean up', () => { run('helm', ['uninstall', RELEASE, '-n', NS]); return 'helm uninstall (not waited for)' })
-  await stage('the dev loop: skaffold run, dev (sync, rebuild), delete', devLoop)
+  if (!opts.keep) {
+    await stage('clean up', () => {
+      run('helm', ['uninstall', RELEASE, '-n', NS])
+      return 'helm uninstall (not waited for)'
+    })
+  }
   if (e2e.problems.length) throw new Error(e2e.problems.join('; '))
 } catch (err) {
   failed = true
   console.error(`\ne2e FAILED: ${err.stack ?? err.message}`)
   console.error(kubectl(['get', 'pods,jobs', '-n', NS, '-o', 'wide'], { ok: true }).stdout)
-  console.error(kubectl(['get', 'events', '-n', NS, '--sort-by=.lastTimestamp'], { ok: true }).stdout.split('\n').slice(-30).join('\n'))
+  console.error(kubectl(['get', 'events', '-n', NS, '--sort-by=.lastTimestamp'], { ok: true }).stdout
+    .split('\n').slice(-30).join('\n'))
 }
-e2e.notes.push('NetworkPolicy: objects created and validated; enforcement depends on the CNI (not enforced on the lab cluster)')
-e2e.notes.push('bundled PostgreSQL/Redis (Bitnami): server-side dry-run only; their images cannot be pulled without a registry')
+e2e.notes.push(
+  'NetworkPolicy: objects created and validated; enforcement depends on the CNI (not enforced on the lab cluster)'
+)
+e2e.notes.push(
+  'bundled PostgreSQL/Redis (Bitnami): server-side dry-run only; their images cannot be pulled without a registry'
+)
 console.log(`\n## e2e ${failed ? 'FAILED' : 'passed'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`)
 console.log(table(['stage', 'time', 'result'], report))
 if (phases.length) console.log(`\n${table(PHASE_COLUMNS, phases)}`)
 console.log(`\nNot proven on this cluster:\n${e2e.notes.map((n) => `- ${n}`).join('\n')}`)
 if (!opts.keep && !failed) {
-  for (const ns of [NS, DATA_NS, `${NS}-bundled`, RESTORED_NS]) kubectl(['delete', 'ns', ns, '--wait=false'], { ok: true })
+  for (const ns of [NS, DATA_NS, `${NS}-bundled`, RESTORED_NS]) {
+    kubectl(['delete', 'ns', ns, '--wait=false'], { ok: true })
+  }
 }
 process.exit(failed ? 1 : 0)
