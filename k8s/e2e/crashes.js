@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { kjson, kubectl, runAsync, steadyLoad, waitFor } from './lib.js'
 import { ADDONS, INGRESS_URL, LOAD_HOSTS, NS, SERVICES, e2e, env, fullname } from './context.js'
-import { LEAD_MS, RATE, phases } from './disruptions.js'
+import { LEAD_MS, RATE, phaseRow, phases } from './disruptions.js'
 import { flowTotal, flows, loadTargets, seededIds } from './traffic.js'
 
 // The command that kills a container on its node with SIGKILL: {id} is the container's ID (appended
@@ -114,15 +114,7 @@ async function crash (service, fault, ids) {
   const detail = `${inFlight} in flight to ${service} at the crash; ` +
     `endpoint not ready after ${seconds(endpoint.times.out)}, ready again after ${seconds(endpoint.times.back)}; ` +
     `${reason}${r.resent ? `; ${r.resent} writes resent with their key` : ''}`
-  phases.push([
-    `${fault}: ${service}`,
-    r.sent,
-    r.failed,
-    Object.entries(r.failures).map(([k, v]) => `${k}: ${v}`).join(', ') || '-',
-    `${r.p99Ms} ms`,
-    `${struck} s`,
-    detail
-  ])
+  phaseRow(`${fault}: ${service}`, r, struck, detail)
   const problems = []
   if (r.failed > inFlight) {
     problems.push(

@@ -3,7 +3,9 @@
 // every acknowledged write counted.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { kjson, kubectl, runAsync, steadyLoad, table } from './lib.js'
-import { INGRESS_URL, LOAD_HOSTS, NS, RELEASE, SERVICES, TAG, TAG_B, e2e, env, fullname, helmValues } from './context.js'
+import {
+  INGRESS_URL, LOAD_HOSTS, NS, RELEASE, SERVICES, TAG, TAG_B, e2e, env, fullname, helmValues
+} from './context.js'
 import { flows, flowTotal, loadTargets, seededIds } from './traffic.js'
 
 /** Each phase: [name, requests, failed, failures, p99, action took, what]. */
@@ -21,8 +23,14 @@ export async function underLoad (name, ids, action) {
   const actionSeconds = ((Date.now() - started) / 1000).toFixed(1)
   await sleep(5000) // the tail: old pods finishing their drain
   const r = await load.stop()
-  phases.push([name, r.sent, r.failed, Object.entries(r.failures).map(([k, v]) => `${k}: ${v}`).join(', ') || '-', `${r.p99Ms} ms`, `${actionSeconds} s`, detail])
+  phaseRow(name, r, actionSeconds, detail)
   return r
+}
+
+/** A phase's row of the report (PHASE_COLUMNS): `r` is its load's result, `seconds` its action's. */
+export function phaseRow (name, r, seconds, detail) {
+  const failures = Object.entries(r.failures).map(([k, v]) => `${k}: ${v}`).join(', ') || '-'
+  phases.push([name, r.sent, r.failed, failures, `${r.p99Ms} ms`, `${seconds} s`, detail])
 }
 
 export function rolloutStatus () {
@@ -40,12 +48,15 @@ export async function phasesUnderLoad (during, run) {
   const first = phases.length
   await run(await seededIds())
   const kept = (await flowTotal()) - before
-  if (kept !== flows.acknowledged - acknowledged) throw new Error(`flows: ${flows.acknowledged - acknowledged} writes acknowledged ${during}, ${kept} in the totals`)
+  if (kept !== flows.acknowledged - acknowledged) {
+    throw new Error(`flows: ${flows.acknowledged - acknowledged} writes acknowledged ${during}, ${kept} in the totals`)
+  }
   const mine = phases.slice(first)
   const failed = mine.reduce((s, p) => s + p[2], 0)
   console.error(table(PHASE_COLUMNS, mine))
   if (failed) e2e.problems.push(`${failed} failed requests ${during}`)
-  return `${mine.map((p) => `${p[0]}: ${p[1]} requests, ${p[2]} failed`).join('; ')}; ${kept} acknowledged flows writes all counted`
+  return `${mine.map((p) => `${p[0]}: ${p[1]} requests, ${p[2]} failed`).join('; ')}; ` +
+    `${kept} acknowledged flows writes all counted`
 }
 
 export const disruptions = () => phasesUnderLoad('during the disruptions', async (ids) => {
@@ -53,21 +64,31 @@ export const disruptions = () => phasesUnderLoad('during the disruptions', async
   // on the tree's chart and images run (TAG).
   if (TAG_B) {
     await underLoad('image upgrade (every service)', ids, async () => {
-      await runAsync('helm', ['upgrade', RELEASE, e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m', ...helmValues(SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG_B}`]))])
+      await runAsync('helm', [
+        'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m',
+        ...helmValues(SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG_B}`]))
+      ])
       rolloutStatus()
       return `to ${TAG_B}`
     })
   }
   const tag = TAG_B ?? TAG
   await underLoad(`config change (every service)${TAG_B ? '' : ', to the tree\'s chart and images'}`, ids, async () => {
-    await runAsync('helm', ['upgrade', RELEASE, e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m', ...helmValues([...SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${tag}`, '--set', `${s}.config.LOG_LEVEL=warn`])])])
+    await runAsync('helm', [
+      'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m',
+      ...helmValues([
+        ...SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${tag}`, '--set', `${s}.config.LOG_LEVEL=warn`])
+      ])
+    ])
     rolloutStatus()
     return `LOG_LEVEL=warn, ${tag}`
   })
   await underLoad('pod deleted (each service with 2 replicas)', ids, async () => {
     const deleted = []
     for (const s of SERVICES) {
-      const pods = kjson(['get', 'pods', '-n', NS, '-l', `app.kubernetes.io/name=${s},app.kubernetes.io/component=server`]).items.filter((p) => !p.metadata.deletionTimestamp)
+      const pods = kjson([
+        'get', 'pods', '-n', NS, '-l', `app.kubernetes.io/name=${s},app.kubernetes.io/component=server`
+      ]).items.filter((p) => !p.metadata.deletionTimestamp)
       if (pods.length < 2) continue // one replica: deleting it is an outage by definition
       kubectl(['delete', 'pod', '-n', NS, pods[0].metadata.name, '--wait=false'])
       deleted.push(s)

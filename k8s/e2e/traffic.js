@@ -2,6 +2,7 @@
 // the ids the seeded data holds, and the steady load's targets (reads and durable flows writes).
 import { randomBytes, randomUUID } from 'node:crypto'
 import { http, kubectl, waitFor } from './lib.js'
+import { restaurant } from '../../loadtests/k6/scenarios.js'
 import {
   GATEWAY_HOST, INGRESS_HOST, INGRESS_URL, NS, SERVICES, e2e, fullname, gatewayName, gatewayNs
 } from './context.js'
@@ -39,19 +40,7 @@ export async function routes (host, url = INGRESS_URL) {
   check('GET /products/:id/styles → styles', Array.isArray((await get(`/products/${first.id}/styles`)).results))
   check('GET /products/:id/related → ids', Array.isArray(await get(`/products/${first.id}/related`)))
   // profile: a new restaurant, then every read path
-  const restaurant = {
-    name: `e2e ${host}`,
-    address: '1 Main St',
-    phone: '555-0100',
-    picture: 'https://example.com/r.jpg',
-    cuisine: 'test',
-    price_range: 2,
-    stars: 4,
-    quality: 90,
-    delivery: 80,
-    accuracy: 70
-  }
-  const created = await send('POST', '/restaurants', restaurant, 201)
+  const created = await send('POST', '/restaurants', { ...restaurant(1), name: `e2e ${host}` }, 201)
   const id = created.body.id
   check('POST /restaurants → 201 + Location', created.headers.location === `/restaurants/${id}`)
   check('GET /restaurants/:id → profile', (await get(`/restaurants/${id}`)).name === `e2e ${host}`)

@@ -34,13 +34,20 @@ export function settings (env, service) {
 
 /** BASE_URL, which may list several (comma-separated): the client then sends round robin over them. */
 export function baseUrls (env, service) {
-  return settings(env, service).get('BASE_URL', `http://localhost:${PORTS[service]}`).split(',').map((u) => u.trim().replace(/\/$/, ''))
+  return settings(env, service).get('BASE_URL', `http://localhost:${PORTS[service]}`).split(',')
+    .map((u) => u.trim().replace(/\/$/, ''))
 }
 
 /** The SLOs of a scenario, with its P95_MS / P99_MS / ERROR_RATE settings applied. */
 export function slo (env, service) {
   const s = settings(env, service)
-  return { p95Ms: s.number('P95_MS', SLO.p95Ms), p99Ms: s.number('P99_MS', SLO.p99Ms), errorRate: s.number('ERROR_RATE', SLO.errorRate), maxDropped: SLO.maxDropped, maxLateMs: s.number('LATE_MS', SLO.maxLateMs) }
+  return {
+    p95Ms: s.number('P95_MS', SLO.p95Ms),
+    p99Ms: s.number('P99_MS', SLO.p99Ms),
+    errorRate: s.number('ERROR_RATE', SLO.errorRate),
+    maxDropped: SLO.maxDropped,
+    maxLateMs: s.number('LATE_MS', SLO.maxLateMs)
+  }
 }
 
 /**
@@ -85,12 +92,17 @@ const product = {
         return { method: 'GET', path: `/products?page=${p}&count=${count}`, name: 'GET /products' }
       }
       const suffix = route === 'product' ? '' : `/${route}`
-      return { method: 'GET', path: `/products/${hotOrUniform(rand, ids)}${suffix}`, name: `GET /products/:id${suffix}` }
+      return {
+        method: 'GET',
+        path: `/products/${hotOrUniform(rand, ids)}${suffix}`,
+        name: `GET /products/:id${suffix}`
+      }
     }
   }
 }
 
-const restaurant = (n) => ({
+/** A valid restaurant profile, its fields drawn from `n` (the load tests', benchmarks' and e2e's writes). */
+export const restaurant = (n) => ({
   name: `Load Test Kitchen ${n}`,
   address: `${n} Main St, Springfield`,
   phone: '(555) 010-0000',
@@ -126,18 +138,30 @@ const profile = {
       if (rand() < writeShare) {
         const kind = weighted(rand, writeMix)
         const n = Math.floor(rand() * 1e9)
-        if (kind === 'post') return { method: 'POST', path: '/restaurants', name: 'POST /restaurants', body: restaurant(n) }
+        if (kind === 'post') {
+          return { method: 'POST', path: '/restaurants', name: 'POST /restaurants', body: restaurant(n) }
+        }
         const path = `/restaurants/${uniform(rand, lo, hi)}`
         const method = kind.toUpperCase()
         return {
           method: 'GET',
           path,
           name: 'GET /restaurants/:id',
-          then: (etag) => ({ method, path, name: `${method} /restaurants/:id`, body: kind === 'put' ? restaurant(n) : { quality: n % 101 }, headers: { 'if-match': etag } })
+          then: (etag) => ({
+            method,
+            path,
+            name: `${method} /restaurants/:id`,
+            body: kind === 'put' ? restaurant(n) : { quality: n % 101 },
+            headers: { 'if-match': etag }
+          })
         }
       }
       const compat = weighted(rand, readMix) === 'profile' ? '/profile' : ''
-      return { method: 'GET', path: `/restaurants/${hotOrUniform(rand, reads)}${compat}`, name: `GET /restaurants/:id${compat}` }
+      return {
+        method: 'GET',
+        path: `/restaurants/${hotOrUniform(rand, reads)}${compat}`,
+        name: `GET /restaurants/:id${compat}`
+      }
     }
   }
 }
@@ -184,7 +208,13 @@ const flows = {
       const hour = uniform(rand, firstHour, lastHour)
       if (rand() >= postShare) return { method: 'GET', path: `/flows?hour=${hour}`, name: 'GET /flows' }
       const key = `${Date.now().toString(36)}-${rand().toString(36).slice(2)}`
-      return { method: 'POST', path: '/flows', name: 'POST /flows', body: Array.from({ length: batch }, () => record(rand, hour)), headers: { 'idempotency-key': key } }
+      return {
+        method: 'POST',
+        path: '/flows',
+        name: 'POST /flows',
+        body: Array.from({ length: batch }, () => record(rand, hour)),
+        headers: { 'idempotency-key': key }
+      }
     }
   }
 }
@@ -233,7 +263,8 @@ export function runPlan (env, services) {
   }
   const one = (service, name, at, own) => {
     const prefix = `${service.toUpperCase()}_`
-    return { name, service, env: { ...env, ...Object.fromEntries(Object.entries({ ...own, START_TIME: `${at}s` }).map(([k, v]) => [prefix + k, String(v)])) } }
+    const prefixed = Object.entries({ ...own, START_TIME: `${at}s` }).map(([k, v]) => [prefix + k, String(v)])
+    return { name, service, env: { ...env, ...Object.fromEntries(prefixed) } }
   }
   if (plan === 'run') return services.map((service) => ({ name: service, service, env }))
   if (plan === 'ladder') {
@@ -248,7 +279,8 @@ export function runPlan (env, services) {
     const repeat = number('REPEAT', 5)
     const slot = number('SLOT_SECONDS', 180)
     return services.flatMap((service, i) => Array.from({ length: repeat }, (_, j) =>
-      one(service, `${service}_run${j + 1}`, (i * repeat + j) * slot, { EXECUTOR: 'iterations', DURATION: `${slot}s` })))
+      one(service, `${service}_run${j + 1}`, (i * repeat + j) * slot,
+        { EXECUTOR: 'iterations', DURATION: `${slot}s` })))
   }
   throw new Error(`PLAN must be run, ladder or matrix (got "${plan}")`)
 }
@@ -258,7 +290,7 @@ export function runPlan (env, services) {
  * lays them out. Each scenario:
  * EXECUTOR=rate (default): constant-arrival-rate, RATE iterations per second for DURATION whatever
  * the latency — an open loop, so a slow target cannot lower the load it gets (VUs + sleep sends less
- * when the target slows, and more than meant when it is fast: the journal's "1K" that was 2.4K).
+ * when the target slows, and more than meant when it is fast).
  * EXECUTOR=iterations: ITERATIONS in total over VUS connections, as fast as they go — fixed work
  * timed, the method of the scale-out matrix (seed 003). START_TIME delays a scenario. The thresholds
  * are the SLOs, per scenario (a ladder's step breaks on its own). With TESTID set, each scenario tags
@@ -272,7 +304,13 @@ export function k6Options (env, services) {
     const common = { exec: service, startTime: s.get('START_TIME', '0s'), gracefulStop: '5s' }
     if (env.TESTID) common.tags = { testid: `${env.TESTID}-${name.replaceAll('_', '-')}` }
     if (s.get('EXECUTOR', 'rate') === 'iterations') {
-      return { ...common, executor: 'shared-iterations', vus: s.number('VUS', 32), iterations: s.number('ITERATIONS', 10000), maxDuration: s.get('DURATION', '10m') }
+      return {
+        ...common,
+        executor: 'shared-iterations',
+        vus: s.number('VUS', 32),
+        iterations: s.number('ITERATIONS', 10000),
+        maxDuration: s.get('DURATION', '10m')
+      }
     }
     const rate = s.number('RATE', DEFAULTS.rate)
     const maxVUs = maxInFlight(env, service, rate)
@@ -296,7 +334,9 @@ export function k6Options (env, services) {
       [`http_req_failed${tag}`]: [`rate<${o.errorRate}`]
     }
     const s = settings(env, service)
-    if (s.get('EXECUTOR', 'rate') === 'rate') t[`dropped_iterations${tag}`] = [`rate<=${s.number('RATE', DEFAULTS.rate) * o.maxDropped}`]
+    if (s.get('EXECUTOR', 'rate') === 'rate') {
+      t[`dropped_iterations${tag}`] = [`rate<=${s.number('RATE', DEFAULTS.rate) * o.maxDropped}`]
+    }
     return t
   }
   return {

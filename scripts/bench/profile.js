@@ -7,6 +7,7 @@
 import { runBench, warm, MODERATE_RPS } from './harness.js'
 import { pick, hitRatio, originalTraffic, originalTargets, sideBySide } from './original.js'
 import { startOriginal } from './original-service.js'
+import { restaurant } from '../../loadtests/k6/scenarios.js'
 
 export const defaults = { restaurants: 100_000 }
 export const originalDefaults = { restaurants: 10_000_000 }
@@ -30,15 +31,29 @@ export function run ({ restaurants = defaults.restaurants, traffic = 'mix', orig
       let n = 0
       const write = () => {
         const i = n++
-        const body = i % 2
-          ? { quality: i % 101, name: `Patched ${i}` }
-          : { name: `Replaced ${i}`, address: '1 Main St', phone: '(555) 010-0000', picture: 'https://images.example/r.jpg', cuisine: 'Thai', price_range: 2, stars: 4.5, quality: 90, delivery: 80, accuracy: 70 }
+        const body = i % 2 ? { quality: i % 101, name: `Patched ${i}` } : { ...restaurant(i), name: `Replaced ${i}` }
         return { method: i % 2 ? 'PATCH' : 'PUT', path: `/restaurants/${pick(ids)}`, body }
       }
       return [
-        { name: 'cached GET /restaurants/:id (75% on 20 hot ids)', url: cached.url, path: () => `/restaurants/${mix()}`, sameBytes: true },
-        { name: 'cached GET /restaurants/:id/profile (same mix)', url: cached.url, path: () => `/restaurants/${mix()}/profile`, sameBytes: true },
-        { name: `cached GET /restaurants/:id (same mix) at ${MODERATE_RPS / 1000}K RPS`, url: cached.url, path: () => `/restaurants/${mix()}`, rate: MODERATE_RPS, sameBytes: true },
+        {
+          name: 'cached GET /restaurants/:id (75% on 20 hot ids)',
+          url: cached.url,
+          path: () => `/restaurants/${mix()}`,
+          sameBytes: true
+        },
+        {
+          name: 'cached GET /restaurants/:id/profile (same mix)',
+          url: cached.url,
+          path: () => `/restaurants/${mix()}/profile`,
+          sameBytes: true
+        },
+        {
+          name: `cached GET /restaurants/:id (same mix) at ${MODERATE_RPS / 1000}K RPS`,
+          url: cached.url,
+          path: () => `/restaurants/${mix()}`,
+          rate: MODERATE_RPS,
+          sameBytes: true
+        },
         { name: 'uncached GET /restaurants/:id (same mix)', url: uncached.url, path: () => `/restaurants/${mix()}` },
         { name: 'PUT/PATCH mix (uniform ids)', url: cached.url, request: write }
       ]
@@ -77,7 +92,9 @@ const OURS_BESIDE_IT = 'original mix, beside the original'
 /** --traffic original: profile's issue targets, and the CPU per hit and per miss, from this run's rows. */
 export function targets (rows) {
   return [
-    ...originalTargets(rows.filter((r) => r.case !== THE_ORIGINAL), 'profile', 'original mix (75% on 20 hot ids), cold start'),
+    ...originalTargets(
+      rows.filter((r) => r.case !== THE_ORIGINAL), 'profile', 'original mix (75% on 20 hot ids), cold start'
+    ),
     ...sideBySide(rows, 'profile', OURS_BESIDE_IT)
   ]
 }

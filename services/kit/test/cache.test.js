@@ -2,14 +2,12 @@
 // fail-open, replayed invalidations; and read-after-write through real processes.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
-import pg from 'pg'
 import { Redis } from 'ioredis'
-import { createCache, createMetrics, loadConfig, migrate } from '@suite/kit'
+import { createCache, createMetrics, loadConfig } from '@suite/kit'
 import { startRedis, startService, metric } from '@suite/kit/testing'
-import { createDatabase, redisUrl } from '@suite/kit/testing/env'
-import fixture from './fixture/service.js'
+import { redisUrl } from '@suite/kit/testing/env'
+import { entry, itemsDatabase } from './fixture/items.js'
 
 // The text a read serves, through wrapEntry as reply.sendCached calls it (a hit's is bytes).
 const textOf = (entry) => entry.value === null || typeof entry.value === 'string' ? entry.value : entry.value.toString()
@@ -78,11 +76,17 @@ for (const [kind, make] of Object.entries(kinds)) {
   test(`${kind}: an answer above CACHE_MAX_ENTRY_BYTES (UTF-8) is served but not cached`, async (t) => {
     const { cache } = await make(t, { CACHE_MAX_ENTRY_BYTES: '1000' })
     let loads = 0
-    const read = async (key, text) => { const v = await cached(cache, key, async () => { loads++; return text }); await sleep(20); return v }
+    const read = async (key, text) => {
+      const v = await cached(cache, key, async () => { loads++; return text })
+      await sleep(20)
+      return v
+    }
     const small = `"${'a'.repeat(990)}"`
     const large = `"${'a'.repeat(1000)}"`
     const wide = `"${'é'.repeat(500)}"` // 502 characters, 1002 bytes
-    for (const [key, text, cached] of [['t:size:1', small, true], ['t:size:2', large, false], ['t:size:3', wide, false]]) {
+    for (const [key, text, cached] of [
+      ['t:size:1', small, true], ['t:size:2', large, false], ['t:size:3', wide, false]
+    ]) {
       loads = 0
       assert.equal(await read(key, text), text)
       assert.equal(await read(key, text), text)
@@ -114,7 +118,8 @@ test('memory: the in-process cache holds at most CACHE_MEMORY_MAX_BYTES, the old
   assert.ok(more <= 4, `${more} more entries of 20 KB kept within 100 KB`)
 })
 
-test('memory: an entry lives at most CACHE_MEMORY_TTL_MS from when its data was read, whatever CACHE_TTL_SECONDS', async (t) => {
+test('memory: an entry lives at most CACHE_MEMORY_TTL_MS from when its data was read, ' +
+  'whatever CACHE_TTL_SECONDS', async (t) => {
   const { cache } = await cacheOn(t, undefined, { CACHE_MEMORY_TTL_MS: '400', CACHE_TTL_SECONDS: '300' })
   let loads = 0
   const load = async () => { loads++; await sleep(200); return '"v"' } // the data is 200 ms old once stored
@@ -162,7 +167,8 @@ test('redis stalled: reads time out to the loader; an invalidation it missed is 
   assert.equal(value, '2', 'the missed invalidation reached Redis: the old version can no longer be served')
 })
 
-test('redis frozen: after CACHE_BREAKER_FAILURES timeouts Redis is bypassed at once, probed, and used again once it answers', async (t) => {
+test('redis frozen: after CACHE_BREAKER_FAILURES timeouts Redis is bypassed at once, ' +
+  'probed, and used again once it answers', async (t) => {
   const redis = await startRedis()
   t.after(async () => { redis.resume(); await redis.stop() })
   const { cache, count } = await cacheOn(t, redis.url, { CACHE_BREAKER_FAILURES: '3', CACHE_BREAKER_OPEN_MS: '500' })
@@ -194,7 +200,8 @@ test('redis frozen: after CACHE_BREAKER_FAILURES timeouts Redis is bypassed at o
   assert.ok(hits >= 1, 'hits again once Redis answers')
 })
 
-test('redis frozen, 2 replicas: an invalidation Redis missed during the outage is never lost to a read after it', async (t) => {
+test('redis frozen, 2 replicas: an invalidation Redis missed during the outage ' +
+  'is never lost to a read after it', async (t) => {
   const redis = await startRedis()
   t.after(async () => { redis.resume(); await redis.stop() })
   // The writer probes less often: its replay comes well after the reader finds Redis back (still
@@ -227,23 +234,17 @@ test('redis frozen, 2 replicas: an invalidation Redis missed during the outage i
 
 // Read-after-write through real processes: a PUT acknowledged on one worker or replica is never
 // followed by the old value on another.
-const entry = fileURLToPath(new URL('./fixture/cli.js', import.meta.url))
-async function itemsDatabase () {
-  const url = await createDatabase('items')
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  await migrate(client, fixture)
-  await client.end()
-  return url
-}
 async function readAfterWrite (writers, readers, rounds = 60) {
   for (let i = 1; i <= rounds; i++) {
     const id = 1 + (i % 3)
     const put = await fetch(`${writers[i % writers.length]}/items/${id}`, {
-      method: 'PUT', headers: { 'content-type': 'application/json', connection: 'close' }, body: JSON.stringify({ value: `v${i}` })
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', connection: 'close' },
+      body: JSON.stringify({ value: `v${i}` })
     })
     assert.equal(put.status, 200)
-    const reads = await Promise.all(readers.map((base) => fetch(`${base}/items/${id}`, { headers: { connection: 'close' } }).then((r) => r.json())))
+    const reads = await Promise.all(readers.map((base) =>
+      fetch(`${base}/items/${id}`, { headers: { connection: 'close' } }).then((r) => r.json())))
     for (const r of reads) assert.equal(r.value, `v${i}`, `round ${i}: stale read`)
   }
 }
@@ -273,14 +274,16 @@ test('redis: the reads of one turn of the event loop reach Redis as one MGET, ea
   t.after(() => redis.stop())
   const stats = new Redis(redis.url)
   t.after(() => stats.disconnect())
-  const calls = async (command) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await stats.info('commandstats'))?.[1] ?? 0)
+  const calls = async (command) =>
+    Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await stats.info('commandstats'))?.[1] ?? 0)
   const { cache, count } = await cacheOn(t, redis.url)
   const keys = Array.from({ length: 10 }, (_, i) => `t:batch:${i}`)
   for (const key of keys) await cached(cache, key, async () => `"${key}"`)
   await sleep(20) // stored
   const [mget, get] = [await calls('mget'), await calls('get')]
   // 30 reads at once, each key three times: one MGET of the 10 keys, every read its own key's answer.
-  const answers = await Promise.all([...keys, ...keys, ...keys].map((key) => cached(cache, key, async () => assert.fail(`${key} loaded`))))
+  const answers = await Promise.all([...keys, ...keys, ...keys].map((key) =>
+    cached(cache, key, async () => assert.fail(`${key} loaded`))))
   assert.deepEqual(answers, [...keys, ...keys, ...keys].map((key) => `"${key}"`))
   assert.deepEqual([await calls('mget') - mget, await calls('get') - get], [1, 0], 'one MGET, no GET')
   assert.equal(await count('hit'), 30)
@@ -305,10 +308,14 @@ test('redis: the stores of one turn\'s misses reach Redis in one write', async (
   // store would be 50 more.
   const read = await info('total_reads_processed:') - reads
   assert.ok(read <= 8, `Redis read ${read} times for one MGET and 50 stores`)
-  assert.deepEqual(await Promise.all(keys.map((key) => cached(cache, key, async () => assert.fail(`${key} loaded again`)))), keys.map((key) => `"${key}"`))
+  assert.deepEqual(
+    await Promise.all(keys.map((key) => cached(cache, key, async () => assert.fail(`${key} loaded again`)))),
+    keys.map((key) => `"${key}"`)
+  )
 })
 
-test('redis near cache: a hit costs no round trip to Redis; a write on another replica reaches it within milliseconds', async (t) => {
+test('redis near cache: a hit costs no round trip to Redis; ' +
+  'a write on another replica reaches it within milliseconds', async (t) => {
   const redis = await startRedis() // its own: commandstats count every read (GET, MGET) the server takes
   t.after(() => redis.stop())
   const url = redis.url
@@ -343,7 +350,8 @@ test('redis near cache: a hit costs no round trip to Redis; a write on another r
   }
 })
 
-test('redis near cache: a key is held (and tracked by Redis) from its second read on; keys read once cost Redis no tracking', async (t) => {
+test('redis near cache: a key is held (and tracked by Redis) from its second read on; ' +
+  'keys read once cost Redis no tracking', async (t) => {
   const redis = await startRedis()
   t.after(() => redis.stop())
   const stats = new Redis(redis.url)
@@ -384,17 +392,24 @@ async function neverStaleAcrossReplicas (t, key, nearBytes, rounds) {
     await replicas[round % 3].cache.invalidate(key, version) // committed, then acknowledged
     // In the same turn as the acknowledgement: no time for a late invalidation to land.
     const after = await Promise.all([0, 1, 2].map(read))
-    assert.deepEqual(after, [0, 1, 2].map(() => `{"v":${version}}`), `round ${round}: stale read after a write on replica ${round % 3}`)
+    assert.deepEqual(
+      after,
+      [0, 1, 2].map(() => `{"v":${version}}`),
+      `round ${round}: stale read after a write on replica ${round % 3}`
+    )
   }
 }
 
-test('redis near cache, 3 replicas: a read right after a write acknowledged on another replica is never the old value', (t) =>
+test('redis near cache, 3 replicas: ' +
+  'a read right after a write acknowledged on another replica is never the old value', (t) =>
   neverStaleAcrossReplicas(t, 't:near:raw', ['33554432', '33554432', '33554432'], 40))
 
-test('redis near cache, replicas with it on and off (a rollout that turns it on): a read right after a write on any of them is never the old value', (t) =>
+test('redis near cache, replicas with it on and off (a rollout that turns it on): ' +
+  'a read right after a write on any of them is never the old value', (t) =>
   neverStaleAcrossReplicas(t, 't:near:mixed', ['33554432', '0', '33554432'], 30))
 
-test('redis near cache: a read in flight when its own worker writes the key is not kept (the writer waits for no acknowledgement of its own)', async (t) => {
+test('redis near cache: a read in flight when its own worker writes the key is not kept ' +
+  '(the writer waits for no acknowledgement of its own)', async (t) => {
   const url = redisDb()
   const { cache } = await cacheOn(t, url, { CACHE_NEAR_MAX_BYTES: '33554432' })
   await sleep(500)
@@ -409,11 +424,16 @@ test('redis near cache: a read in flight when its own worker writes the key is n
     version = 2
     await cache.invalidate(key, 2) // sent behind that MGET, on the same connection
     assert.equal(textOf(await inFlight), '{"v":1}')
-    assert.equal(textOf(await cache.wrapEntry(key, load)), '{"v":2}', `round ${round}: the read in flight before the write was kept`)
+    assert.equal(
+      textOf(await cache.wrapEntry(key, load)),
+      '{"v":2}',
+      `round ${round}: the read in flight before the write was kept`
+    )
   }
 })
 
-test('CACHE_NEAR_MAX_BYTES by default: a sixteenth of the container memory limit split among the workers; off without a limit', async (t) => {
+test('CACHE_NEAR_MAX_BYTES by default: a sixteenth of the container memory limit split among the workers; ' +
+  'off without a limit', async (t) => {
   const env = { DATABASE_URL: await itemsDatabase(), REDIS_URL: redisDb() }
   const nearBytes = async (extra, memoryLimitMb) => {
     const svc = await startService({ entry, env: { ...env, LOG_LEVEL: 'info', ...extra }, memoryLimitMb })
@@ -427,7 +447,8 @@ test('CACHE_NEAR_MAX_BYTES by default: a sixteenth of the container memory limit
   assert.equal((await nearBytes({ WORKERS: '1', CACHE_NEAR_MAX_BYTES: '0' }, 384)).bytes, '0')
 })
 
-test('redis near cache: the writes of one turn share one sync, acknowledged once by each near cache; each is seen by the others before it is acknowledged', async (t) => {
+test('redis near cache: the writes of one turn share one sync, acknowledged once by each near cache; ' +
+  'each is seen by the others before it is acknowledged', async (t) => {
   const redis = await startRedis() // its own: commandstats count every PUBLISH the server takes
   t.after(() => redis.stop())
   const stats = new Redis(redis.url)
@@ -438,14 +459,22 @@ test('redis near cache: the writes of one turn share one sync, acknowledged once
   await sleep(500)
   const keys = Array.from({ length: 20 }, (_, i) => `t:near:turn:${i}`)
   const versions = new Map(keys.map((k) => [k, 1]))
-  const read = (r, key) => replicas[r].cache.wrapEntry(key, async () => ({ value: `{"v":${versions.get(key)}}`, version: versions.get(key) })).then(textOf)
-  for (const key of keys) for (const r of [0, 1, 2]) { await read(r, key); await sleep(2); await read(r, key) } // near everywhere
+  const read = (r, key) => replicas[r].cache.wrapEntry(key, async () => ({
+    value: `{"v":${versions.get(key)}}`,
+    version: versions.get(key)
+  })).then(textOf)
+  // Near everywhere: a key is held from its second read on.
+  for (const key of keys) for (const r of [0, 1, 2]) { await read(r, key); await sleep(2); await read(r, key) }
   const before = await publishes()
   for (const key of keys) versions.set(key, 2)
   // 20 writes on replica 0 in one turn: each acknowledged only once the other near caches dropped its key.
   await Promise.all(keys.map(async (key) => {
     await replicas[0].cache.invalidate(key, 2)
-    assert.deepEqual(await Promise.all([1, 2].map((r) => read(r, key))), ['{"v":2}', '{"v":2}'], `${key}: stale on another replica after its write`)
+    assert.deepEqual(
+      await Promise.all([1, 2].map((r) => read(r, key))),
+      ['{"v":2}', '{"v":2}'],
+      `${key}: stale on another replica after its write`
+    )
   }))
   // One sync for the turn (the tombstones' writes may take more than one turn to return), and one
   // acknowledgement from each of the three near caches per sync.
@@ -453,10 +482,20 @@ test('redis near cache: the writes of one turn share one sync, acknowledged once
   assert.ok(sent <= 2 * 4, `${sent} PUBLISHes for 20 writes (one sync and three acknowledgements a turn)`)
 })
 
-test('redis near cache: a replica whose worker is stalled does not hold the writer past the bound, and never serves the old value after it', async () => {
-  const env = { DATABASE_URL: await itemsDatabase(), REDIS_URL: redisDb(), WORKERS: '1', CACHE_NEAR_MAX_BYTES: '33554432' }
+test('redis near cache: a replica whose worker is stalled does not hold the writer past the bound, ' +
+  'and never serves the old value after it', async () => {
+  const env = {
+    DATABASE_URL: await itemsDatabase(),
+    REDIS_URL: redisDb(),
+    WORKERS: '1',
+    CACHE_NEAR_MAX_BYTES: '33554432'
+  }
   const [a, b] = await Promise.all([startService({ entry, env }), startService({ entry, env })])
-  const put = (base, value) => fetch(`${base}/items/1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value }) })
+  const put = (base, value) => fetch(`${base}/items/1`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ value })
+  })
   const value = async (base) => (await (await fetch(`${base}/items/1`)).json()).value
   try {
     assert.equal((await put(a.url, 'old')).status, 200)
@@ -474,7 +513,8 @@ test('redis near cache: a replica whose worker is stalled does not hold the writ
   }
 })
 
-test('redis near cache: emptied and unused once Redis stops answering PINGs (frozen), so the breaker and its replay apply', async (t) => {
+test('redis near cache: emptied and unused once Redis stops answering PINGs (frozen), ' +
+  'so the breaker and its replay apply', async (t) => {
   const redis = await startRedis()
   t.after(() => redis.stop())
   const { cache } = await cacheOn(t, redis.url, { CACHE_TIMEOUT_MS: '100', CACHE_NEAR_MAX_BYTES: '33554432' })
