@@ -23,6 +23,27 @@ export async function send (base, method, path, json, headers = {}) {
   return { status: res.status, headers: res.headers, body }
 }
 
+/**
+ * A request with a JSON body on a connection of its own (on a port several workers share, the kernel
+ * picks the worker for each); resolves to { status, ms } once the answer is read.
+ */
+export function sendOnNewConnection (url, method, json) {
+  const body = JSON.stringify(json)
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method,
+      agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+    }, (res) => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - started }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
 /** GET and parse; returns { status, headers, body }. */
 export const get = (base, path, headers) => send(base, 'GET', path, undefined, headers)
 

@@ -6,7 +6,10 @@ import { LRUCache } from 'lru-cache'
 /** What a store operation rejects with while the circuit breaker keeps Redis out of the way. */
 export const BYPASSED = Object.assign(new Error('Redis bypassed by the circuit breaker'), { code: 'CACHE_BYPASSED' })
 
-/** Bytes "<version>\n<json>" → { version, value } (value null: not found; else a view of those bytes); "<version>" → { version } (tombstone). */
+/**
+ * Bytes "<version>\n<json>" → { version, value } (value null: not found; else a view of those bytes);
+ * "<version>" → { version } (a tombstone).
+ */
 export function parse (raw) {
   const nl = raw.indexOf(NEWLINE)
   if (nl === -1) return { version: Number(raw.toString('latin1')) }
@@ -34,7 +37,8 @@ export function ownBytes (data) {
  * each hold one.
  */
 export function boundedEntries (maxBytes) {
-  const entries = new LRUCache({ maxSize: maxBytes, sizeCalculation: (entry, key) => 2 * key.length + entry.value.length + 200 })
+  const sizeCalculation = (entry, key) => 2 * key.length + entry.value.length + 200
+  const entries = new LRUCache({ maxSize: maxBytes, sizeCalculation })
   return {
     get: (key) => entries.get(key),
     set: (key, entry) => { entries.set(key, entry) },

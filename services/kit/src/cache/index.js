@@ -75,7 +75,8 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
       inflight.set(key, pending)
       // Readers keep joining this load until its value is in the store, not just loaded: one that
       // came between the two would miss again and load again.
-      filled.then((f) => f.stored).finally(() => { if (inflight.get(key) === pending) inflight.delete(key) }).catch(() => {})
+      const done = () => { if (inflight.get(key) === pending) inflight.delete(key) }
+      filled.then((f) => f.stored).finally(done).catch(() => {})
     }
     return pending.promise
   }
@@ -84,10 +85,13 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
     metrics.cacheLoads.inc({ keyspace })
     const started = Date.now() // the memory store counts an entry's age from here: it is the data's age
     const entry = entryOf(await load())
-    const stored = storeOk && fits(entry.value) && store.setIfNotOlder(key, entry.version, `${entry.version}\n${entry.value ?? ''}`, ttlFor(ttl), started).catch((err) => {
+    const failed = (err) => {
       if (err !== BYPASSED) metrics.cacheLookup(keyspace, 'error')
       log.debug({ err: err.message, key }, 'cache write failed')
-    })
+    }
+    const stored = storeOk && fits(entry.value) && store
+      .setIfNotOlder(key, entry.version, `${entry.version}\n${entry.value ?? ''}`, ttlFor(ttl), started)
+      .catch(failed)
     return { entry, stored }
   }
 
@@ -125,6 +129,9 @@ export function createCache ({ config, metrics, log, broadcast = async () => {} 
     deleteByPrefix: store.deleteByPrefix,
     /** 'memory', or Redis: 'ok', 'down' (not connected), 'bypassed' (the breaker is open). From memory, no call. */
     state: store.state,
+    /** The near cache: 'off', 'setting up' or 'on' (near-cache.js); and how many of its set-ups failed. */
+    nearState: store.nearState,
+    nearSetupFailures: store.nearSetupFailures,
     connected: store.connected,
     close: store.close
   }

@@ -24,6 +24,8 @@ export function memoryStore (config) {
     setIfNotOlder: async (key, version, value, ttl, since) => setIfNotOlder(key, version, value, ttl, since),
     tombstone: async (key, version, ttl) => setIfNotOlder(key, version, String(version), ttl),
     state: () => 'memory',
+    nearState: () => 'off',
+    nearSetupFailures: () => 0,
     async connected () { return true },
     async deleteByPrefix (prefix) {
       let deleted = 0

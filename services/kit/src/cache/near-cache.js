@@ -30,6 +30,11 @@
 // not at all). Replicas whose settings differ, during the rollout that changes it or by mistake, so
 // keep the guarantee (docs/decisions: the near cache is on in pods).
 // Bounded in bytes (CACHE_NEAR_MAX_BYTES per worker, the least recently used out first).
+// Set-up: the listener's CLIENT ID and SUBSCRIBE, then CLIENT TRACKING for the reads' connection. A
+// step that fails (a command past CACHE_TIMEOUT_MS while a starting pod's CPU is busy, say) is tried
+// again after SETUP_RETRY_MS, doubling up to SETUP_RETRY_MAX_MS, for as long as both connections are
+// up; each connection that comes back starts it again. Until it is done the worker serves as one
+// without a near cache, and state() says 'setting up'.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { boundedEntries, ownBytes, redisAttributes } from './entries.js'
@@ -37,6 +42,9 @@ import { childSpan } from '../telemetry/tracing.js'
 
 const NEAR_PING_MS = 100
 const NEAR_HEALTH_MS = 300
+const SETUP_RETRY_MS = 100
+const SETUP_RETRY_MAX_MS = 2000
+const NO_LISTENER = '-' // a sync's writer whose own listener is not subscribed: nobody to acknowledge to
 const SEEN_KEYS = 8192 // the keys asked for once kept in mind, at most: then forgotten all at once
 const INVALIDATIONS = '__redis__:invalidate'
 const SYNCS = 'suite:near:sync:' // + Redis database; "<listener client id> <token>": acknowledge on ACKS + id
@@ -71,37 +79,77 @@ export function nearCache (config, redis, options, log) {
   const off = () => { tracking = false; epoch++; clear() }
   const usable = () => tracking && performance.now() - synced < NEAR_HEALTH_MS
 
-  async function track () {
-    off()
-    if (!holds || redis.status !== 'ready' || listenerId === null) return
-    const mine = epoch
+  // The set-up, run again whenever a connection comes back, and retried while a step fails.
+  let knownId = null // the listening connection's CLIENT ID, once asked (it is then subscribing)
+  let running = false // a set-up is under way; `again`: run it once more when it ends
+  let again = false
+  let failures = 0 // in a row; the counter below counts every one
+  let failedSince = 0
+  let retry = null
+  const counts = { setupFailures: 0 }
+  async function setUp () {
+    if (running) { again = true; return }
+    running = true
+    clearTimeout(retry)
     try {
-      // OPTIN: Redis tracks only the keys of a read preceded by CLIENT CACHING YES (redis-store.js
-      // sends it before a batch with a key to hold). NOLOOP: no invalidation of what this connection
-      // writes itself (a miss's fill, a write's tombstone); redis-store.js drops those keys here as
-      // it writes them (delete below).
-      await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId, 'OPTIN', 'NOLOOP')
-      // Nothing is held (off() emptied it), and whatever is read from now on is tracked.
-      if (epoch === mine) { tracking = true; synced = performance.now() }
+      do {
+        again = false
+        await subscribe()
+        await track()
+      } while (again)
+      // Done, or waiting for a connection to come back (its 'ready' runs this again).
+      if (failures && state() !== 'setting up') {
+        log.info(`near cache: set up after ${failures} failed attempt(s) in ${elapsed()}`)
+        failures = 0
+      }
     } catch (err) {
-      log.debug({ err: err.message }, 'near cache: tracking not set up, reading from Redis')
+      if (!failures++) {
+        failedSince = performance.now()
+        log.warn({ err: err.message }, `near cache: set-up failed, serving without it; retrying every ${
+          SETUP_RETRY_MAX_MS / 1000} s at most`)
+      }
+      counts.setupFailures++
+      retry = setTimeout(setUp, Math.min(SETUP_RETRY_MS * 2 ** (failures - 1), SETUP_RETRY_MAX_MS))
+      retry.unref()
+    } finally {
+      running = false
     }
   }
-  listener.on('ready', async () => {
+  const elapsed = () => `${Math.round(performance.now() - failedSince)} ms`
+  /**
+   * 'off': CACHE_NEAR_MAX_BYTES is 0 (the listener is still set up, for the writes' syncs); 'setting
+   * up': not yet subscribed and tracking, or Redis is away; 'on'.
+   */
+  const state = () => listenerId === null || (holds && !tracking) ? 'setting up' : holds ? 'on' : 'off'
+  // The listening connection subscribed to the invalidations, the syncs and its acknowledgements. In
+  // subscriber mode it takes no other command: its id is asked once per connection, before.
+  async function subscribe () {
+    if (listenerId !== null || listener.status !== 'ready') return // its 'ready' starts the set-up again
+    knownId ??= await listener.client('ID')
+    await listener.subscribe(...(holds ? [INVALIDATIONS, syncs] : []), `${ACKS}${knownId}`)
+    listenerId = knownId
+    subscribed.resolve()
+  }
+  async function track () {
+    if (!holds || tracking || listenerId === null || redis.status !== 'ready') return
+    const mine = epoch
+    // OPTIN: Redis tracks only the keys of a read preceded by CLIENT CACHING YES (redis-store.js
+    // sends it before a batch with a key to hold). NOLOOP: no invalidation of what this connection
+    // writes itself (a miss's fill, a write's tombstone); redis-store.js drops those keys here as
+    // it writes them (delete below).
+    await redis.client('TRACKING', 'ON', 'REDIRECT', listenerId, 'OPTIN', 'NOLOOP')
+    // Nothing is held (off() emptied it), and whatever is read from now on is tracked. Turned off
+    // meanwhile (a connection lost): the set-up runs again.
+    if (epoch === mine) { tracking = true; synced = performance.now() } else again = true
+  }
+  listener.on('ready', () => {
     listenerId = null
+    knownId = null
     off()
-    try {
-      const id = await listener.client('ID')
-      await listener.subscribe(...(holds ? [INVALIDATIONS, syncs] : []), `${ACKS}${id}`)
-      listenerId = id
-      subscribed.resolve()
-      track()
-    } catch (err) {
-      log.debug({ err: err.message }, 'near cache: invalidations not subscribed, reading from Redis')
-    }
+    setUp()
   })
-  listener.on('close', () => { listenerId = null })
-  redis.on('ready', track)
+  listener.on('close', () => { listenerId = null; knownId = null })
+  redis.on('ready', () => { off(); setUp() })
   const acknowledged = (token) => {
     const sync = waiting.get(token)
     if (sync && ++sync.acks >= sync.needed) sync.done.resolve()
@@ -119,7 +167,8 @@ export function nearCache (config, redis, options, log) {
     } else if (channel === syncs) {
       // Every invalidation queued before this sync has just been applied (above, in order).
       const [writer, token] = message.toString().split(' ')
-      if (writer === String(listenerId)) return // this worker's own write (see above)
+      // This worker's own write (see above), or a writer without a listener, waiting its bound.
+      if (writer === String(listenerId) || writer === NO_LISTENER) return
       if (!acks.size) setImmediate(acknowledge)
       acks.get(writer)?.push(token) ?? acks.set(writer, [token])
     } else {
@@ -127,7 +176,8 @@ export function nearCache (config, redis, options, log) {
     }
   })
   function acknowledge () {
-    for (const [writer, tokens] of acks) redis.publish(`${ACKS}${writer}`, tokens.join(' ')).catch(() => {}) // unacknowledged, the writer waits its bound
+    // Unacknowledged, the writer waits its bound.
+    for (const [writer, tokens] of acks) redis.publish(`${ACKS}${writer}`, tokens.join(' ')).catch(() => {})
     acks.clear()
   }
   for (const conn of [redis, listener]) {
@@ -142,18 +192,24 @@ export function nearCache (config, redis, options, log) {
   }, NEAR_PING_MS)
   if (pinger) pinger.unref()
 
-  /** Publishes the sync of this turn's writes; resolves them once acknowledged by every near cache, or at the bound. */
+  /**
+   * Publishes the sync of this turn's writes; resolves them once acknowledged by every near cache, or
+   * at the bound. Without a listener of its own (not set up yet) it cannot hear acknowledgements: it
+   * still asks Redis how many near caches listen, and waits the bound only when there is one.
+   */
   async function publishSync (shared) {
     turn = null
     const bound = sleep(NEAR_HEALTH_MS)
     const token = String(++syncSeq)
     const sync = { acks: 0, needed: Infinity, done: Promise.withResolvers() }
     waiting.set(token, sync)
+    const writer = listenerId ?? NO_LISTENER
+    const attributes = () => redisAttributes(redis, 'PUBLISH', 'near cache sync')
     try {
-      if (listenerId === null) return await bound
-      const listeners = await childSpan('PUBLISH', () => redisAttributes(redis, 'PUBLISH', 'near cache sync'), () => redis.publish(syncs, `${listenerId} ${token}`))
-      sync.needed = listeners - (holds ? 1 : 0) // not this worker's own near cache
-      if (sync.acks < sync.needed) await Promise.race([sync.done.promise, bound])
+      const listeners = await childSpan('PUBLISH', attributes, () => redis.publish(syncs, `${writer} ${token}`))
+      sync.needed = listeners - (holds && writer !== NO_LISTENER ? 1 : 0) // not this worker's own near cache
+      if (writer === NO_LISTENER && sync.needed > 0) await bound
+      else if (sync.acks < sync.needed) await Promise.race([sync.done.promise, bound])
     } catch {
       await bound
     } finally {
@@ -163,7 +219,10 @@ export function nearCache (config, redis, options, log) {
   }
 
   return {
-    /** `key`'s value: held, or read by `read(key, tracked)` (tracked: Redis is to track it), then held if it was asked for before. */
+    /**
+     * `key`'s value: held, or read by `read(key, tracked)` (tracked: Redis is to track it), then held if
+     * it was asked for before.
+     */
     async get (key, read) {
       if (!usable()) return read(key, false)
       const e = entries.get(key)
@@ -183,7 +242,8 @@ export function nearCache (config, redis, options, log) {
         value = await read(key, true)
       } finally {
         if (--flight.gets === 0) inflight.delete(key)
-        if (flight.invalidated <= sentAt && value != null && sentIn === epoch && usable()) entries.set(key, { value: ownBytes(value) })
+        const clean = flight.invalidated <= sentAt && sentIn === epoch
+        if (clean && value != null && usable()) entries.set(key, { value: ownBytes(value) })
       }
       return value
     },
@@ -192,7 +252,6 @@ export function nearCache (config, redis, options, log) {
      * has applied the invalidations queued before, or NEAR_HEALTH_MS from now, whichever comes first.
      */
     sync () {
-      if (listenerId === null) return sleep(NEAR_HEALTH_MS)
       // Every write that calls this was taken by Redis before: one sync published once the turn's
       // writes have joined covers them all (their invalidations are queued before it).
       if (!turn) {
@@ -201,19 +260,28 @@ export function nearCache (config, redis, options, log) {
       }
       return turn.promise
     },
-    /** Resolves to true once the listening connection is subscribed (writes then sync without waiting for it), false if `signal` aborts first. */
+    /**
+     * Resolves to true once the listening connection is subscribed (writes then sync without waiting
+     * for it), false if `signal` aborts first.
+     */
     listening: (signal) => listenerId !== null || new Promise((resolve) => {
       subscribed.promise.then(() => resolve(true))
       if (signal.aborted) resolve(false)
       signal.addEventListener('abort', () => resolve(false), { once: true })
     }),
-    /** When this worker writes `key` to Redis (as it sends the write, and once Redis took it): not held, and a read of it in flight not kept. */
+    /**
+     * When this worker writes `key` to Redis (as it sends the write, and once Redis took it): not held,
+     * and a read of it in flight not kept.
+     */
     delete (key) {
       entries.delete(key)
       const flight = inflight.get(key)
       if (flight) invalidate(flight)
     },
     clear,
-    close () { clearInterval(pinger); off(); listener.disconnect() }
+    state,
+    /** Set-up attempts that failed, since the start. */
+    setupFailures: () => counts.setupFailures,
+    close () { clearInterval(pinger); clearTimeout(retry); off(); listener.disconnect() }
   }
 }

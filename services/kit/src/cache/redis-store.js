@@ -46,7 +46,8 @@ export function redisStore (config, log) {
     if (open) return Promise.reject(BYPASSED)
     return call().then((v) => { failures = 0; return v }, (err) => {
       if (++failures >= config.CACHE_BREAKER_FAILURES && !open) {
-        log.warn({ err: err.message }, `redis failed ${failures} times in a row: bypassed, probed every ${config.CACHE_BREAKER_OPEN_MS} ms`)
+        const every = config.CACHE_BREAKER_OPEN_MS
+        log.warn({ err: err.message }, `redis failed ${failures} times in a row: bypassed, probed every ${every} ms`)
         trip()
       }
       throw err
@@ -75,7 +76,8 @@ export function redisStore (config, log) {
   // This worker's writes drop the key from its near cache once Redis took them (Redis does not tell
   // the connection that wrote: NOLOOP): a read answered before the write took effect (sent between a
   // NOSCRIPT and the EVAL ioredis then sends, say) is not kept either.
-  const write = (key, send) => guard(() => command('EVALSHA', 'setIfNotOlder', send)).finally(() => near.delete(key))
+  const write = (key, send) => guard(() => command('EVALSHA', 'setIfNotOlder', send))
+    .finally(() => near.delete(key))
   // The stores of one turn leave in one write: a turn's misses come back together (one query loaded
   // them all) and each would otherwise cost its own system call. The socket is corked at the first
   // and uncorked when the turn ends, with this turn's MGET if there is one.
@@ -89,8 +91,9 @@ export function redisStore (config, log) {
     return write(key, send)
   }
   const tombstone = (key, version, ttl) => write(key, () => redis.setIfNotOlder(key, version, String(version), ttl))
+  const replayed = (key, version) => { if (missed.get(key)?.[0] === version) missed.delete(key) }
   const replay = () => Promise.all([...missed].map(([key, [version, ttl]]) =>
-    tombstone(key, version, ttl).then(() => { if (missed.get(key)?.[0] === version) missed.delete(key) }, () => {})))
+    tombstone(key, version, ttl).then(() => replayed(key, version), () => {})))
   const retry = setInterval(() => { if (missed.size && !open) replay() }, REPLAY_MS)
   retry.unref()
   let up = null
@@ -99,7 +102,10 @@ export function redisStore (config, log) {
     up = true
     replay()
   })
-  redis.on('error', (err) => { if (up !== false) log.warn({ err: err.message }, 'redis unavailable, serving from PostgreSQL'); up = false })
+  redis.on('error', (err) => {
+    if (up !== false) log.warn({ err: err.message }, 'redis unavailable, serving from PostgreSQL')
+    up = false
+  })
   const near = nearCache(config, redis, options, log) // with CACHE_NEAR_MAX_BYTES 0, only the writers' sync
   // The reads of one turn of the event loop go out as one MGET: one write, one reply and one timer
   // for every request that came in together (a key asked twice, once), instead of a write, a read and a
@@ -108,7 +114,8 @@ export function redisStore (config, log) {
   // so CACHE_TIMEOUT_MS still bounds each.
   let batch = null // key -> the read of it this turn (one per key, whoever asked)
   let contexts = null // the traced requests of this turn's reads: the MGET's span is linked to each
-  let tracked = false // a read of this turn is of a key the near cache is to hold: Redis is to track the MGET's keys
+  // A read of this turn is of a key the near cache is to hold: Redis is to track the MGET's keys.
+  let tracked = false
   const batched = (key, track) => {
     if (!batch) {
       batch = new Map()
@@ -129,7 +136,8 @@ export function redisStore (config, log) {
     // Sent right before the MGET on the same connection: Redis tracks that command's keys (OPTIN).
     // Refused (its answer comes before the MGET's): the reads in flight are not kept.
     if (tracked) redis.client('CACHING', 'yes').catch(() => near.clear())
-    linkedSpan('MGET', contexts, () => ({ ...redisAttributes(redis, 'MGET'), 'suite.batch.keys': reads.length }), () => redis.mgetBuffer(reads.map(([key]) => key))).then(
+    const attributes = () => ({ ...redisAttributes(redis, 'MGET'), 'suite.batch.keys': reads.length })
+    linkedSpan('MGET', contexts, attributes, () => redis.mgetBuffer(reads.map(([key]) => key))).then(
       (values) => reads.forEach(([, read], i) => read.resolve(values[i])),
       (err) => reads.forEach(([, read]) => read.reject(err)))
   }
@@ -149,10 +157,16 @@ export function redisStore (config, log) {
       await near.sync() // every other near cache has dropped the key, or no longer serves hits
     },
     state: () => open ? 'bypassed' : redis.status === 'ready' ? 'ok' : 'down',
-    /** Resolves to true once connected (and the near cache's sync listening), or false after `timeoutMs` (commands fail fast until then). */
+    nearState: near.state,
+    nearSetupFailures: near.setupFailures,
+    /**
+     * Resolves to true once connected (and the near cache's sync listening), or false after `timeoutMs`
+     * (commands fail fast until then).
+     */
     async connected (timeoutMs = 5000) {
       const timer = AbortSignal.timeout(timeoutMs)
-      const ready = redis.status === 'ready' || await once(redis, 'ready', { signal: timer }).then(() => true, () => false)
+      const ready = redis.status === 'ready' ||
+        await once(redis, 'ready', { signal: timer }).then(() => true, () => false)
       return ready && near.listening(timer)
     },
     async deleteByPrefix (prefix) {

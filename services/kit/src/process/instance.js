@@ -11,6 +11,8 @@ import { buildApp } from '../http/app.js'
 import { trackConnections } from '../http/drain.js'
 import { databaseStateOf } from './database-probe.js'
 
+const REDIS_WAIT_MS = 3000
+
 /**
  * @param {object} deps
  * @param {object} deps.service  the service definition
@@ -62,7 +64,10 @@ export async function createInstance ({ service, id, reusePort, pretty, config, 
       invalidate: ({ key, version }) => cache.applyInvalidation(key, version)
     },
     async listen () {
-      await warmPool(pool, log)
+      // A worker takes requests once its near cache listens for the other writers' syncs and its own
+      // writes' acknowledgements (near-cache.js): before, each write it answered would wait the sync's
+      // bound. Redis away or slow: it listens without, after REDIS_WAIT_MS.
+      await Promise.all([warmPool(pool, log), cache.connected(REDIS_WAIT_MS)])
       const address = await app.listen({ host: config.HOST, port: config.PORT, reusePort })
       metrics.serving = true
       return address

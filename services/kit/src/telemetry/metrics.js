@@ -221,7 +221,33 @@ export function cacheMetrics (metrics, cache) {
     registers: [metrics.registry],
     collect () { this.set(cache.state() === 'bypassed' ? 1 : 0) }
   })
+  // The near cache of each worker, as a state set: 1 for the state it is in. Summed over a pod's
+  // workers, the series of a state count the workers in it.
+  new client.Gauge({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
+    name: 'cache_near_state',
+    help: 'near cache of each worker thread: 1 for its state (off: CACHE_NEAR_MAX_BYTES is 0 or there is no ' +
+      'Redis; setting_up: not yet listening and tracking, or Redis is away; on)',
+    labelNames: ['worker', 'state'],
+    registers: [metrics.registry],
+    collect () {
+      const now = cache.nearState().replace(' ', '_')
+      for (const state of NEAR_STATES) this.set({ worker: metrics.worker, state }, state === now ? 1 : 0)
+    }
+  })
+  let counted = 0
+  new client.Counter({ // eslint-disable-line no-new -- made for its registration: the registry calls its collect()
+    name: 'cache_near_setup_failures_total',
+    help: 'near cache set-ups that failed (a command timed out or was refused) and were tried again',
+    labelNames: ['worker'],
+    registers: [metrics.registry],
+    collect () {
+      const failures = cache.nearSetupFailures()
+      this.inc({ worker: metrics.worker }, failures - counted)
+      counted = failures
+    }
+  })
 }
+const NEAR_STATES = ['off', 'setting_up', 'on']
 
 // prom-client's sum, keeping each series' latest exemplar across the registries summed.
 client.aggregators.sumWithExemplars = (metrics) => {
