@@ -11,7 +11,8 @@ import { findBinary } from '@suite/kit/testing'
 import { SERVICES, parse, requireTools, root, template, umbrella } from './lib.js'
 
 const RULE_API = ['monitoring.coreos.com/v1/PrometheusRule', 'monitoring.coreos.com/v1/ServiceMonitor']
-const rulesOf = (args = []) => parse(template(umbrella(), ['--show-only', 'templates/prometheusrule.yaml', ...args], { apiVersions: RULE_API }))
+const rulesOf = (args = []) =>
+  parse(template(umbrella(), ['--show-only', 'templates/prometheusrule.yaml', ...args], { apiVersions: RULE_API }))
 let rule
 before(() => {
   requireTools()
@@ -22,18 +23,25 @@ const alertsOf = (group) => group.rules.filter((r) => r.alert).map((r) => r.aler
 
 test('one PrometheusRule where the operator\'s API is, with each service\'s SLO and symptom groups alike', () => {
   assert.equal(rule.kind, 'PrometheusRule')
-  assert.equal(rule.metadata.labels.release, 'kube-prometheus-stack', 'what kube-prometheus-stack\'s ruleSelector matches')
+  assert.equal(rule.metadata.labels.release, 'kube-prometheus-stack',
+    'what kube-prometheus-stack\'s ruleSelector matches')
   const groups = rule.spec.groups.map((g) => g.name)
   assert.deepEqual(groups.sort(), SERVICES.flatMap((s) => [`suite-${s}-slo`, `suite-${s}-symptoms`]).sort())
-  const [first, ...rest] = SERVICES.map((s) => rule.spec.groups.filter((g) => g.name.startsWith(`suite-${s}-`)).flatMap(alertsOf))
+  const [first, ...rest] = SERVICES.map((s) =>
+    rule.spec.groups.filter((g) => g.name.startsWith(`suite-${s}-`)).flatMap(alertsOf))
   for (const other of rest) assert.deepEqual(other, first)
-  assert.deepEqual([...first].sort(), ['SuiteErrorBudgetBurnFast', 'SuiteErrorBudgetBurnSlow', 'SuiteEventLoopDelayHigh', 'SuiteHPAAtMaximum',
-    'SuiteLatencyBudgetBurnFast', 'SuiteLatencyBudgetBurnSlow', 'SuiteMemoryNearLimit', 'SuitePodRestarting', 'SuitePostgresPoolSaturated', 'SuiteRedisBypassed'])
+  assert.deepEqual([...first].sort(), [
+    'SuiteErrorBudgetBurnFast', 'SuiteErrorBudgetBurnSlow', 'SuiteEventLoopDelayHigh', 'SuiteHPAAtMaximum',
+    'SuiteLatencyBudgetBurnFast', 'SuiteLatencyBudgetBurnSlow', 'SuiteMemoryNearLimit', 'SuiteNearCacheDown',
+    'SuitePodRestarting', 'SuitePostgresPoolSaturated', 'SuiteRedisBypassed'
+  ])
 })
 
 test('no PrometheusRule without the operator\'s API, or with alerts.enabled=false', () => {
-  assert.equal(parse(template(umbrella(), [], { apiVersions: ['monitoring.coreos.com/v1/ServiceMonitor'] })).filter((o) => o.kind === 'PrometheusRule').length, 0)
-  assert.equal(parse(template(umbrella(), ['--set', 'alerts.enabled=false'], { apiVersions: RULE_API })).filter((o) => o.kind === 'PrometheusRule').length, 0)
+  assert.equal(parse(template(umbrella(), [], { apiVersions: ['monitoring.coreos.com/v1/ServiceMonitor'] }))
+    .filter((o) => o.kind === 'PrometheusRule').length, 0)
+  assert.equal(parse(template(umbrella(), ['--set', 'alerts.enabled=false'], { apiVersions: RULE_API }))
+    .filter((o) => o.kind === 'PrometheusRule').length, 0)
 })
 
 test('every alert has a runbook in docs/runbooks, a severity and a summary', () => {
@@ -45,16 +53,21 @@ test('every alert has a runbook in docs/runbooks, a severity and a summary', () 
     assert.ok(existsSync(join(root, 'docs', 'runbooks', page)), `docs/runbooks/${page} is missing`)
   }
   const [custom] = rulesOf(['--set', 'alerts.runbookBaseUrl=https://wiki.example/runbooks/'])
-  assert.equal(custom.spec.groups[1].rules.find((r) => r.alert).annotations.runbook_url, 'https://wiki.example/runbooks/SuitePodRestarting.md')
+  assert.equal(custom.spec.groups[1].rules.find((r) => r.alert).annotations.runbook_url,
+    'https://wiki.example/runbooks/SuitePodRestarting.md')
 })
 
-test('the SLOs come from values: a service\'s own availability and latency change its thresholds; a latency that is no bucket bound is refused', () => {
+test('the SLOs come from values: a service\'s own availability and latency change its thresholds; ' +
+  'a latency that is no bucket bound is refused', () => {
   // --set-json: helm's --set keeps a decimal number as a string
-  const [own] = rulesOf(['--set-json', 'alerts.slos.menu.availability=0.999', '--set-json', 'alerts.slos.menu.latencySeconds=0.1'])
+  const [own] = rulesOf([
+    '--set-json', 'alerts.slos.menu.availability=0.999', '--set-json', 'alerts.slos.menu.latencySeconds=0.1'
+  ])
   const menu = own.spec.groups.find((g) => g.name === 'suite-menu-slo').rules
   assert.match(menu.find((r) => r.alert === 'SuiteErrorBudgetBurnFast').expr, /> 0\.0144\b/)
   assert.match(menu.find((r) => r.record === 'suite:http_slow:ratio_rate5m').expr, /le="0\.1"/)
-  assert.throws(() => rulesOf(['--set-json', 'alerts.slos.menu.latencySeconds=0.2']), /values don't meet the specifications of the schema/)
+  assert.throws(() => rulesOf(['--set-json', 'alerts.slos.menu.latencySeconds=0.2']),
+    /values don't meet the specifications of the schema/)
 })
 
 test('promtool accepts the rules, and every alert fires and resolves in its unit test', () => {
@@ -66,11 +79,14 @@ test('promtool accepts the rules, and every alert fires and resolves in its unit
     assert.equal(check.status, 0, check.stdout + check.stderr)
     // Its runbook URLs name the chart's version (the default runbookBaseUrl) as VERSION.
     const version = /^version: (\S+)$/m.exec(readFileSync(join(root, 'charts/suite/Chart.yaml'), 'utf8'))[1]
-    writeFileSync(join(dir, 'rules-test.yaml'), readFileSync(join(root, 'charts/test/alerts/rules-test.yaml'), 'utf8').replaceAll('/blob/vVERSION/', `/blob/v${version}/`))
+    writeFileSync(join(dir, 'rules-test.yaml'), readFileSync(join(root, 'charts/test/alerts/rules-test.yaml'), 'utf8')
+      .replaceAll('/blob/vVERSION/', `/blob/v${version}/`))
     const unit = spawnSync(promtool, ['test', 'rules', join(dir, 'rules-test.yaml')], { encoding: 'utf8' })
     assert.equal(unit.status, 0, unit.stdout + unit.stderr)
     // Every alert of the rules has a test that fires it.
-    const tested = new Set([...spawnSync('grep', ['-o', 'alertname: Suite[A-Za-z]*', join(dir, 'rules-test.yaml')], { encoding: 'utf8' }).stdout.matchAll(/alertname: (\w+)/g)].map((m) => m[1]))
+    const grep = spawnSync('grep', ['-o', 'alertname: Suite[A-Za-z]*', join(dir, 'rules-test.yaml')],
+      { encoding: 'utf8' })
+    const tested = new Set([...grep.stdout.matchAll(/alertname: (\w+)/g)].map((m) => m[1]))
     assert.deepEqual([...new Set(rule.spec.groups.flatMap(alertsOf))].filter((a) => !tested.has(a)), [])
   } finally {
     rmSync(dir, { recursive: true, force: true })
