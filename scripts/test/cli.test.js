@@ -52,6 +52,10 @@ const COMMANDS = [
     [['--service', 'flows'], /^bench:etl: --service must be one of product, menu, profile \(got "flows"\)$/],
     [['--size', '-1'], /^bench:etl: Option '--size' argument is ambiguous\./]
   ]],
+  ['scripts/bench-near-start.js', 'bench:near-start', [
+    [['--runs', '0'], /^bench:near-start: --runs must be a whole number ≥ 1 \(got "0"\)$/],
+    [['--base', 'no-such-commit'], /^bench:near-start: --base no-such-commit names no commit of this repository$/]
+  ]],
   ['scripts/bench-start.js', 'bench:start', [
     [['--workers', '0'], /^bench:start: --workers must be a whole number ≥ 1 \(got "0"\)$/],
     [['--sample-size', 'many'], /^bench:start: --sample-size must be a whole number ≥ 1 \(got "many"\)$/]
