@@ -18,10 +18,11 @@ export function connectionOptions (url, password) {
 
 // SQLSTATEs that mean "the database cannot answer now, retry", not "the query is wrong": connection
 // failures (08), too many connections or out of resources (53), shutting down (57P0x), a statement
-// cancelled by its timeout (57014) and a lock not had within lock_timeout (55P03) — a load's swap or
-// a long reader holds it; and the network's own (a database Service whose name does not resolve yet
-// counts: it is starting), and the pg client's own timeouts.
-const UNAVAILABLE = /^(08|53|57P0|57014$|55P03$)/
+// cancelled by its timeout (57014), a lock not had within lock_timeout (55P03) — a load's swap or a
+// long reader holds it — and a write refused by a server that is no longer the primary (25006: a
+// failover or switchover demoted it); and the network's own (a database Service whose name does not
+// resolve yet counts: it is starting), and the pg client's own timeouts.
+const UNAVAILABLE = /^(08|53|57P0|57014$|55P03$|25006$)/
 export function isUnavailable (err) {
   return UNAVAILABLE.test(err?.code ?? '') ||
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND'].includes(err?.code) ||
@@ -37,3 +38,13 @@ export function connectionLost (err) {
   const code = err?.code ?? ''
   return !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0)/.test(code)
 }
+
+/**
+ * Whether the connection `err` came on is of no more use: lost (above), or to a server that is no
+ * longer the primary (25006, read_only_sql_transaction). The server that answered so is likely gone
+ * for every connection of the pool: a failover, a switchover, a restart.
+ */
+export const connectionStale = (err) => connectionLost(err) || err?.code === READ_ONLY
+
+/** The SQLSTATE of a write refused by a standby (read_only_sql_transaction). */
+export const READ_ONLY = '25006'

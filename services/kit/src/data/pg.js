@@ -2,7 +2,7 @@
 // queries it: a prepared statement, a document built by PostgreSQL, several statements on one
 // connection.
 import pg from 'pg'
-import { connectionLost, connectionOptions } from './connection.js'
+import { READ_ONLY, connectionStale, connectionOptions } from './connection.js'
 import { childSpan } from '../telemetry/tracing.js'
 
 /**
@@ -12,6 +12,10 @@ import { childSpan } from '../telemetry/tracing.js'
  * PG_QUERY_TIMEOUT_MS more.
  */
 class TimedPool extends pg.Pool {
+  // Bumped when a connection turns out stale: every connection made before is dropped when next lent
+  // out (withClient), so requests reach the new primary at once instead of each finding its own
+  // connection dead, one timeout after another.
+  generation = 0
   query (config, values, callback) {
     if ([config, values, callback].some((a) => typeof a === 'function')) return super.query(config, values, callback)
     return withClient(this, (conn) => conn.query(config, values))
@@ -37,12 +41,25 @@ export function createPool (config, log, applicationName) {
     application_name: applicationName,
     // Not a pg option: read by queryDocument. Off for poolers that share server sessions between
     // clients (PgBouncer in transaction mode, the embedded PGlite), where statement names collide.
-    prepareStatements: config.PG_PREPARED_STATEMENTS
+    prepareStatements: config.PG_PREPARED_STATEMENTS,
+    // Every connection is to the primary: behind a Service that follows the primary (CloudNativePG's
+    // -rw) a connection made during a failover can reach an instance that is a standby, whose reads
+    // may be older than a write already acknowledged. Refused, it counts as unavailable (503).
+    onConnect: async (client) => {
+      const { rows: [{ standby }] } = await client.query('SELECT pg_is_in_recovery() AS standby')
+      if (standby) throw Object.assign(new Error('connected to a standby, not the primary'), { code: READ_ONLY })
+    }
   })
+  pool.on('connect', (client) => { client[GENERATION] = pool.generation })
   // An idle connection dies when PostgreSQL restarts; without this listener the process would crash.
-  pool.on('error', (err) => log.warn({ err: err.message }, 'idle PostgreSQL connection lost'))
+  pool.on('error', (err) => {
+    pool.generation++
+    log.warn({ err: err.message }, 'idle PostgreSQL connection lost')
+  })
   return pool
 }
+
+const GENERATION = Symbol('pool generation')
 
 /**
  * Opens the pool's `min` connections at once, so that the first requests after a start (a new pod
@@ -97,7 +114,11 @@ export async function queryDocument (pool, query, values) {
 export async function withClient (pool, fn) {
   const timeout = pool.options.query_timeout
   const deadline = timeout ? performance.now() + timeout : Infinity
-  const client = await pool.connect()
+  let client = await pool.connect()
+  while (client[GENERATION] < pool.generation) { // made before a stale one: likely to the same server
+    client.release(true)
+    client = await pool.connect()
+  }
   let lost
   const onError = (err) => { lost ??= err }
   client.on('error', onError)
@@ -111,7 +132,7 @@ export async function withClient (pool, fn) {
         statementName(query),
         () => statementAttributes(pool, query),
         () => client.query(query).catch((err) => {
-          if (connectionLost(err)) lost ??= err
+          if (connectionStale(err)) lost ??= err
           throw err
         })
       )
@@ -121,6 +142,7 @@ export async function withClient (pool, fn) {
     return await fn(conn)
   } finally {
     client.off('error', onError)
+    if (lost) pool.generation++
     client.release(lost)
   }
 }

@@ -1,0 +1,111 @@
+// What a database failover does to a service's pool, on a real PostgreSQL: a server that answers
+// as a standby (a primary demoted, or a Service that still points at the old instance) is never
+// read from nor written to, only 503s until a primary answers; connections to a server that went
+// silent are all dropped once one of them is found dead, so the next request reaches the new one.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { chownSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { connect, createServer } from 'node:net'
+import pg from 'pg'
+import { startPostgres, startService, get, send } from '@suite/kit/testing'
+import { migrate } from '@suite/kit'
+import { entry } from './fixture/items.js'
+import fixture from './fixture/service.js'
+
+async function itemsOn (url) {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  await migrate(c, fixture)
+  await c.query("INSERT INTO fixture_items SELECT i, 'v', 1 FROM generate_series(1, 10) i")
+  await c.end()
+}
+
+const env = (url) => ({ DATABASE_URL: url, WORKERS: '1', PG_POOL_MAX: '4', PG_CONNECT_TIMEOUT_MS: '1000' })
+
+test('a server that answers as a standby: 503 with Retry-After, never a read of it; promoted, served at once',
+  async () => {
+    const server = await startPostgres()
+    const url = await server.createDatabase('standby')
+    await itemsOn(url)
+    const svc = await startService({ entry, env: env(url) })
+    try {
+      assert.equal((await get(svc.url, '/items/1')).status, 200)
+      // The same data, restarted in standby mode (as the old primary after a switchover).
+      await server.stop({ keepData: true })
+      const signal = join(server.dir, 'standby.signal')
+      writeFileSync(signal, '')
+      const { uid, gid } = statSync(server.dir)
+      chownSync(signal, uid, gid)
+      await server.start()
+      for (const [method, path, body] of [
+        ['GET', '/items/2'], ['GET', '/pg-sleep?ms=0'], ['PUT', '/items/3', { value: 'w' }], ['GET', '/items/4']
+      ]) {
+        const res = await send(svc.url, method, path, body)
+        assert.equal(res.status, 503, `${method} ${path} on a standby: ${JSON.stringify(res.body)}`)
+        assert.equal(res.headers.get('retry-after'), '1')
+      }
+      const c = new pg.Client({ connectionString: url })
+      await c.connect()
+      await c.query('SELECT pg_promote()')
+      await c.end()
+      const write = await send(svc.url, 'PUT', '/items/3', { value: 'after' })
+      assert.equal(write.status, 200, `the first write after the promotion: ${JSON.stringify(write.body)}`)
+      assert.equal((await get(svc.url, '/items/3')).body.value, 'after')
+    } finally {
+      await svc.stop()
+      await server.stop()
+    }
+  })
+
+/**
+ * A TCP proxy whose connections can all go silent at once, as to a node that vanished: nothing is
+ * forwarded and nothing is closed. New connections after that reach the server again.
+ */
+async function silencingProxy (port) {
+  let open = new Set()
+  const server = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1')
+    const pair = { client, upstream, silent: false }
+    open.add(pair)
+    client.on('data', (d) => { if (!pair.silent) upstream.write(d) })
+    upstream.on('data', (d) => { if (!pair.silent) client.write(d) })
+    const end = () => { client.destroy(); upstream.destroy() }
+    for (const s of [client, upstream]) s.on('error', () => {}).on('close', end)
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: server.address().port,
+    silence () {
+      for (const pair of open) pair.silent = true
+      open = new Set()
+    },
+    close () { server.close() }
+  }
+}
+
+test('connections to a server gone silent: one request pays the timeout, the next ones reach the server anew',
+  async () => {
+    const server = await startPostgres()
+    const url = await server.createDatabase('silent')
+    await itemsOn(url)
+    const proxy = await silencingProxy(server.port)
+    const through = new URL(url)
+    through.port = String(proxy.port)
+    const svc = await startService({ entry, env: env(through.href) })
+    try {
+      // Four pooled connections, each lent once.
+      const warm = await Promise.all([1, 2, 3, 4].map(() => get(svc.url, '/pg-sleep?ms=50')))
+      assert.deepEqual(warm.map((r) => r.status), [200, 200, 200, 200])
+      proxy.silence()
+      const statuses = []
+      for (let i = 0; i < 6; i++) statuses.push((await get(svc.url, `/items/${1 + i}`)).status)
+      assert.equal(statuses[0], 503, 'the first request finds its connection dead, past PG_QUERY_TIMEOUT_MS')
+      assert.deepEqual(statuses.slice(1), [200, 200, 200, 200, 200],
+        'the others are not lent a connection of the silent server')
+    } finally {
+      await svc.stop()
+      proxy.close()
+      await server.stop()
+    }
+  })
