@@ -21,11 +21,14 @@ export function connectionOptions (url, password) {
 // cancelled by its timeout (57014), a lock not had within lock_timeout (55P03) — a load's swap or a
 // long reader holds it — and a write refused by a server that is no longer the primary (25006: a
 // failover or switchover demoted it); and the network's own (a database Service whose name does not
-// resolve yet counts: it is starting), and the pg client's own timeouts.
+// resolve yet counts: it is starting; one without endpoints is unreachable: kube-proxy answers so while
+// a failover moves its primary), and the pg client's own timeouts.
 const UNAVAILABLE = /^(08|53|57P0|57014$|55P03$|25006$)/
+const NETWORK = [
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH'
+]
 export function isUnavailable (err) {
-  return UNAVAILABLE.test(err?.code ?? '') ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND'].includes(err?.code) ||
+  return UNAVAILABLE.test(err?.code ?? '') || NETWORK.includes(err?.code) ||
     /timeout exceeded when trying to connect|Connection terminated|Query read timeout/i.test(err?.message ?? '')
 }
 
