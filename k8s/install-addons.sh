@@ -17,11 +17,17 @@
 #   6. registry                (namespace registry)       optional (--registry): an OCI registry on
 #                                                         NodePort 30500 for the skaffold dev loop and
 #                                                         the charts (k8s/registry.yaml)
-# Usage: k8s/install-addons.sh [--kind | --lab] [--with-adapter] [--registry] [--ingress-nginx] [--loadtest] [--charts DIR]
+#   7. cloudnative-pg 1.30.0   (namespace cnpg-system)    optional (--cloudnative-pg): the operator of
+#                                                         global.database=cloudnative-pg, from its
+#                                                         release manifest
+# Usage: k8s/install-addons.sh [--kind | --lab] [--with-adapter] [--registry] [--cloudnative-pg]
+#                              [--ingress-nginx] [--loadtest] [--charts DIR]
 #   --kind           the kind cluster of k8s/kind.yaml (ingress on ports 80/443, kubelet TLS)
 #   --lab            the single-node lab cluster of ../shared/k8s/lab: it brings Traefik and
 #                    metrics-server itself, and pulls no image: k8s/lab/<release>.yaml names the ones
-#                    built on the machine (k8s/e2e/addon-images.js), Jaeger's included
+#                    built on the machine (k8s/e2e/addon-images.js), Jaeger's included; and it
+#                    enforces NetworkPolicies with kube-router (k8s/lab/kube-router.yaml); volumes
+#                    come from local-path-provisioner (k8s/lab/local-path.yaml), its default class
 #   --charts DIR     the charts' archives (<chart>-<version>.tgz) from DIR instead of their
 #                    repositories: no internet needed
 #   --loadtest       the load-test set-up: k6-operator, and Prometheus's remote-write receiver (off
@@ -29,6 +35,8 @@
 #                    run the script again without it afterwards to turn the receiver off
 #   --with-adapter   also prometheus-adapter, for autoscaling.requestsPerSecond
 #   --registry       also the development registry (pushes to and pulls from localhost:30500)
+#   --cloudnative-pg also CloudNativePG's operator (on the lab: its release manifest from the Go module,
+#                    the image built on the machine)
 #   --ingress-nginx  the retired ingress-nginx instead of Traefik (no Gateway API then; set each
 #                    service's networkPolicy.ingressController to namespace ingress-nginx,
 #                    label app.kubernetes.io/name=ingress-nginx)
@@ -39,7 +47,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-kind=false lab=false adapter=false registry=false ingress_nginx=false loadtest=false charts=
+kind=false lab=false adapter=false registry=false cnpg=false ingress_nginx=false loadtest=false charts=
 while [ $# -gt 0 ]; do
   case "$1" in
     --kind) kind=true ;;
@@ -47,9 +55,10 @@ while [ $# -gt 0 ]; do
     --loadtest) loadtest=true ;;
     --with-adapter) adapter=true ;;
     --registry) registry=true ;;
+    --cloudnative-pg) cnpg=true ;;
     --ingress-nginx) ingress_nginx=true ;;
     --charts) charts=$(cd "$2" && pwd); shift ;;
-    *) sed -n '2,37p' "$here/install-addons.sh" >&2; exit 2 ;;
+    *) sed -n '2,45p' "$here/install-addons.sh" >&2; exit 2 ;;
   esac
   shift
 done
@@ -81,7 +90,12 @@ install() {
 
 if $lab; then
   : # the lab serves the Ingress class nginx and the Gateway traefik/traefik with its own Traefik; the
-  : # e2e sets it up as traefik.yaml sets the chart's (k8s/e2e/lab-traefik.js: the retry middleware)
+  : # e2e sets it up as traefik.yaml sets the chart's (k8s/e2e/lab-traefik.js: the retry middleware).
+  # Its CNI enforces no NetworkPolicy: kube-router's policy controller does (lab/kube-router.yaml).
+  echo "add-ons: kube-router v2.1.0 (NetworkPolicy enforcement), local-path-provisioner v0.0.30" >&2
+  kubectl apply -f lab/kube-router.yaml -f lab/local-path.yaml
+  kubectl rollout status -n kube-system daemonset/kube-router --timeout=3m
+  kubectl rollout status -n local-path-storage deploy/local-path-provisioner --timeout=3m
 elif $ingress_nginx; then
   install ingress-nginx ingress-nginx/ingress-nginx 4.15.1 ingress-nginx
 else
@@ -121,5 +135,19 @@ if $registry; then
     kubectl apply -n registry -f registry.yaml
   fi
   kubectl rollout status -n registry deploy/registry --timeout=3m
+fi
+if $cnpg; then
+  echo "add-ons: cloudnative-pg 1.30.0" >&2
+  release=https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v1.30.0/cnpg-1.30.0.yaml
+  if $lab; then
+    # The release manifest the Go module holds, its images the ones built on the machine.
+    dir=$(go mod download -json github.com/cloudnative-pg/cloudnative-pg@v1.30.0 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    sed -e 's#ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0#localhost/cloudnative-pg:1.30.0#' \
+      -e 's#imagePullPolicy: Always#imagePullPolicy: IfNotPresent#' "$dir/releases/cnpg-1.30.0.yaml" |
+      kubectl apply --server-side --force-conflicts -f - >/dev/null
+  else
+    kubectl apply --server-side --force-conflicts -f "$release" >/dev/null
+  fi
+  kubectl rollout status -n cnpg-system deploy/cnpg-controller-manager --timeout=5m
 fi
 echo "add-ons: done" >&2

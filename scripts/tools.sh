@@ -34,6 +34,18 @@ build() { # name module version package-dir [tags] [prepare]
   echo "tools: $1 built in $((SECONDS - started)) s" >&2
 }
 
+# The lab cluster (../shared/k8s/lab) builds the same Traefik and helm 3 into its own cache: where it
+# has, they are copied from there rather than built a second time (.ci/run builds the lab first).
+LAB_BIN="${K8S_LAB_CACHE:-$HOME/.cache/k8s-lab}/bin"
+from_lab() { # name version target
+  [ -x "$3.$2" ] && return
+  [ -x "$LAB_BIN/$1" ] && [ "$(cat "$LAB_BIN/$1.version" 2>/dev/null)" = "$2" ] || return 1
+  echo "tools: $1 $2 from the lab's cache" >&2
+  mkdir -p "$(dirname "$3")"
+  cp "$LAB_BIN/$1" "$3"
+  cp "$3" "$3.$2"
+}
+
 install helm helm.sh/helm/v4/cmd/helm v4.3.1
 install kubeconform github.com/yannh/kubeconform/cmd/kubeconform v0.8.0
 install vegeta github.com/tsenart/vegeta/v12 v12.13.0
@@ -43,7 +55,7 @@ build helm-unittest github.com/helm-unittest/helm-unittest v1.1.2 ./cmd/helm-uni
 build jaeger github.com/jaegertracing/jaeger v1.76.0 ./cmd/jaeger
 # The edge proxy of the lab cluster, at its version: charts/test/retries.test.js runs the chart's retry
 # Middleware on it.
-build traefik github.com/traefik/traefik/v3 v3.6.12 ./cmd/traefik
+from_lab traefik v3.6.12 "$BIN/traefik" || build traefik github.com/traefik/traefik/v3 v3.6.12 ./cmd/traefik
 if [ "${1:-}" = cluster ]; then
   # Static (no libc): they run in images of their own. The version a program prints comes from its
   # module's own build info.
@@ -66,12 +78,19 @@ if [ "${1:-}" = cluster ]; then
   build skaffold github.com/GoogleContainerTools/skaffold/v2 v2.16.1 ./cmd/skaffold
   # skaffold 2.16 runs helm 3 (its post-renderer is a program; helm 4 made post-renderers plugins):
   # kept apart, go-bin/helm3/helm, first on PATH for skaffold only.
-  if [ ! -x "$BIN/helm3/helm.v3.22.0" ]; then
+  if ! from_lab helm v3.22.0 "$BIN/helm3/helm" && [ ! -x "$BIN/helm3/helm.v3.22.0" ]; then
     echo "tools: go install helm.sh/helm/v3/cmd/helm@v3.22.0 (for skaffold)" >&2
     GOBIN="$BIN/helm3" go install helm.sh/helm/v3/cmd/helm@v3.22.0 >&2
     cp "$BIN/helm3/helm" "$BIN/helm3/helm.v3.22.0"
   fi
   install crane github.com/google/go-containerregistry/cmd/crane v0.22.1
+  # The lab's NetworkPolicy enforcer (k8s/lab/kube-router.yaml): kube-router, run as its policy
+  # controller only.
+  install kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router v2.1.0
+  # CloudNativePG's operator, whose image also carries the instance manager it copies into each
+  # PostgreSQL pod; and the lab's volumes for its instances (k8s/lab/local-path.yaml).
+  build cnpg-manager github.com/cloudnative-pg/cloudnative-pg v1.30.0 ./cmd/manager
+  install local-path-provisioner github.com/rancher/local-path-provisioner v0.0.30
   # Releases (scripts/release.js): the images' SBOMs, signatures and attestations.
   install syft github.com/anchore/syft/cmd/syft v1.57.1
   install cosign github.com/sigstore/cosign/v3/cmd/cosign v3.1.3

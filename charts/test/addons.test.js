@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findBinary } from '@suite/kit/testing'
 import { K8S_VERSION, charts, kubeconform, parse, requireTools, root, run, selects, shared } from './lib.js'
+import { ADDON_IMAGES } from '../../k8s/e2e/addon-images.js'
 
 before(requireTools)
 
@@ -319,4 +320,26 @@ test('the trace path: Jaeger (k8s/jaeger.yaml) valid and restricted, the chart\'
   assert.match(datasources, /exemplarTraceIdDestinations:\s*\n\s*- datasourceUid: jaeger\s*\n\s*name: trace_id/)
   assert.ok(selects(kps.prometheus.prometheusSpec.ruleSelector.matchLabels, suite.alerts.labels),
     'ruleSelector matches the umbrella\'s alerts.labels')
+})
+
+test('the lab\'s own add-ons (kube-router, local-path-provisioner) and CloudNativePG\'s operator run the images ' +
+  'built on the machine, at the versions built', () => {
+  for (const [file, name] of [['kube-router.yaml', 'kube-router'], ['local-path.yaml', 'local-path-provisioner']]) {
+    const text = readFileSync(join(k8s, 'lab', file), 'utf8')
+    const kc = kubeconform(text)
+    assert.equal(kc.code, 0, kc.problems.join('\n'))
+    const images = [...text.matchAll(/image: (\S+)/g)].map(([, i]) => i)
+    assert.ok(images.includes(`localhost/${name}:${ADDON_IMAGES[name].tag}`), `${file}: ${images}`)
+    for (const i of images) assert.match(i, /^localhost\//, `${file}: ${i} would be pulled`)
+  }
+  // kube-router as the policy controller alone, on the lab's Service range.
+  const router = parse(readFileSync(join(k8s, 'lab', 'kube-router.yaml'), 'utf8'))
+    .find((o) => o.kind === 'DaemonSet').spec.template.spec.containers[0].args
+  for (const arg of ['--run-firewall=true', '--run-router=false', '--run-service-proxy=false']) {
+    assert.ok(router.includes(arg), arg)
+  }
+  assert.match(script, /kubectl apply -f lab\/kube-router\.yaml -f lab\/local-path\.yaml/)
+  // The operator from its release manifest, its image swapped for the one built here.
+  assert.match(script, new RegExp(`s#ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0#localhost/cloudnative-pg:${
+    ADDON_IMAGES['cloudnative-pg'].tag}#`))
 })

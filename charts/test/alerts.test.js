@@ -11,12 +11,15 @@ import { findBinary } from '@suite/kit/testing'
 import { SERVICES, parse, requireTools, root, template, umbrella } from './lib.js'
 
 const RULE_API = ['monitoring.coreos.com/v1/PrometheusRule', 'monitoring.coreos.com/v1/ServiceMonitor']
-const rulesOf = (args = []) =>
-  parse(template(umbrella(), ['--show-only', 'templates/prometheusrule.yaml', ...args], { apiVersions: RULE_API }))
-let rule
+const rulesOf = (args = [], apiVersions = RULE_API) =>
+  parse(template(umbrella(), ['--show-only', 'templates/prometheusrule.yaml', ...args], { apiVersions }))
+// A CloudNativePG Cluster of 3 instances the release depends on (the e2e's), and its alerts.
+const DATABASE = ['--set', 'alerts.database.cluster=db', '--set', 'alerts.database.instances=3']
+let rule, withDatabase
 before(() => {
   requireTools()
   ;[rule] = rulesOf()
+  ;[withDatabase] = rulesOf(DATABASE)
 })
 
 const alertsOf = (group) => group.rules.filter((r) => r.alert).map((r) => r.alert)
@@ -44,8 +47,20 @@ test('no PrometheusRule without the operator\'s API, or with alerts.enabled=fals
     .filter((o) => o.kind === 'PrometheusRule').length, 0)
 })
 
+test('the database\'s alerts: for the chart\'s own CloudNativePG Cluster, or one named in alerts.database', () => {
+  assert.deepEqual(withDatabase.spec.groups.filter((g) => g.name === 'suite-database').flatMap(alertsOf).sort(),
+    ['SuiteDatabaseInstancesDown', 'SuiteDatabaseReplicationLag', 'SuiteDatabaseSyncStandbyLost'])
+  const [own] = rulesOf([
+    '--set', 'global.database=cloudnative-pg', '--set', 'postgresql.enabled=false', '--set', 'cloudnativePg.instances=3'
+  ], [...RULE_API, 'postgresql.cnpg.io/v1/Cluster'])
+  const down = own.spec.groups.find((g) => g.name === 'suite-database').rules
+    .find((r) => r.alert === 'SuiteDatabaseInstancesDown')
+  assert.match(down.expr, /namespace="suite", pod=~"r-postgresql-\[0-9\]\+"/)
+  assert.match(down.expr, /< 3\b/)
+})
+
 test('every alert has a runbook in docs/runbooks, a severity and a summary', () => {
-  for (const r of rule.spec.groups.flatMap((g) => g.rules).filter((r) => r.alert)) {
+  for (const r of withDatabase.spec.groups.flatMap((g) => g.rules).filter((r) => r.alert)) {
     assert.ok(['critical', 'warning'].includes(r.labels.severity), r.alert)
     assert.ok(r.annotations.summary && r.annotations.description, r.alert)
     const page = /\/docs\/runbooks\/(\w+\.md)$/.exec(r.annotations.runbook_url)?.[1]
@@ -74,7 +89,7 @@ test('promtool accepts the rules, and every alert fires and resolves in its unit
   const promtool = findBinary('promtool')
   const dir = mkdtempSync(join(tmpdir(), 'suite-alerts-'))
   try {
-    writeFileSync(join(dir, 'rules.yaml'), JSON.stringify({ groups: rule.spec.groups }))
+    writeFileSync(join(dir, 'rules.yaml'), JSON.stringify({ groups: withDatabase.spec.groups }))
     const check = spawnSync(promtool, ['check', 'rules', join(dir, 'rules.yaml')], { encoding: 'utf8' })
     assert.equal(check.status, 0, check.stdout + check.stderr)
     // Its runbook URLs name the chart's version (the default runbookBaseUrl) as VERSION.
@@ -87,7 +102,7 @@ test('promtool accepts the rules, and every alert fires and resolves in its unit
     const grep = spawnSync('grep', ['-o', 'alertname: Suite[A-Za-z]*', join(dir, 'rules-test.yaml')],
       { encoding: 'utf8' })
     const tested = new Set([...grep.stdout.matchAll(/alertname: (\w+)/g)].map((m) => m[1]))
-    assert.deepEqual([...new Set(rule.spec.groups.flatMap(alertsOf))].filter((a) => !tested.has(a)), [])
+    assert.deepEqual([...new Set(withDatabase.spec.groups.flatMap(alertsOf))].filter((a) => !tested.has(a)), [])
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -10,7 +10,8 @@ import { ADDONS, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, e2e } from './context
 
 export const RESTORED_NS = `${NS}-restored`
 const base = RELEASE.replaceAll('.', '-')
-export const BACKUP_CLAIM = `${base.includes('suite') ? base : `${base}-suite`}-backup` // the chart's suite.fullname, -backup
+// the chart's suite.fullname, -backup
+export const BACKUP_CLAIM = `${base.includes('suite') ? base : `${base}-suite`}-backup`
 const NAME = BACKUP_CLAIM // the CronJob's name too
 const PV = `${NS}-backups`
 const PV_DIR = `/var/tmp/${PV}`
@@ -28,15 +29,32 @@ function storage () {
   mkdirSync(PV_DIR, { recursive: true })
   chownSync(PV_DIR, RUN_AS, RUN_AS)
   kubectl(['delete', 'pv', PV, '--ignore-not-found', '--wait=true'])
-  kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: PV, labels: { 'app.kubernetes.io/part-of': 'suite-e2e' } }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: PV, hostPath: { path: PV_DIR, type: 'Directory' } } }) })
+  kubectl(['apply', '-f', '-'], {
+    input: JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: PV, labels: { 'app.kubernetes.io/part-of': 'suite-e2e' } },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Retain',
+        storageClassName: PV,
+        hostPath: { path: PV_DIR, type: 'Directory' }
+      }
+    })
+  })
   return ['--set', `backup.persistence.storageClass=${PV}`, '--set', 'backup.persistence.size=1Gi']
 }
 
 async function jobDone (name) {
   const started = Date.now()
-  await runAsync('kubectl', ['wait', '-n', NS, `job/${name}`, '--for=condition=complete', '--timeout=300s']).catch((err) => {
-    throw new Error(`job ${name} did not complete: ${err.message}\n${kubectl(['logs', '-n', NS, `job/${name}`, '--tail=20'], { ok: true }).stdout}`)
-  })
+  await runAsync('kubectl', ['wait', '-n', NS, `job/${name}`, '--for=condition=complete', '--timeout=300s'])
+    .catch((err) => {
+      throw new Error(
+        `job ${name} did not complete: ${err.message}\n` +
+        `${kubectl(['logs', '-n', NS, `job/${name}`, '--tail=20'], { ok: true }).stdout}`
+      )
+    })
   return { seconds: (Date.now() - started) / 1000, log: kubectl(['logs', '-n', NS, `job/${name}`]).stdout.trim() }
 }
 
@@ -49,8 +67,15 @@ export async function backupAndRestore () {
   }
   // The datastores' PostgreSQL image has pg_dump (and the lab can pull no other).
   const [, repository, tag = ''] = /^(.*?)(?::([^:/]+))?$/.exec(POSTGRES_IMAGE)
-  const image = ['--set', 'backup.image.registry=', '--set', `backup.image.repository=${repository}`, '--set-string', `backup.image.tag=${tag}`]
-  await runAsync('helm', ['upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--wait', '--set', 'backup.enabled=true', ...claim, ...image])
+  const image = [
+    '--set', 'backup.image.registry=',
+    '--set', `backup.image.repository=${repository}`,
+    '--set-string', `backup.image.tag=${tag}`
+  ]
+  await runAsync('helm', [
+    'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--wait',
+    '--set', 'backup.enabled=true', ...claim, ...image
+  ])
 
   kubectl(['create', 'job', 'backup-drill', '-n', NS, `--from=cronjob/${NAME}`])
   const backup = await jobDone('backup-drill')
@@ -62,28 +87,56 @@ export async function backupAndRestore () {
   const passwords = Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))
   kubectl(['delete', 'ns', RESTORED_NS, '--ignore-not-found', '--wait=true', '--timeout=180s'])
   kubectl(['create', 'ns', RESTORED_NS])
-  startDatastores(RESTORED_NS, { passwords, postgresImage: POSTGRES_IMAGE, redisImage: REDIS_IMAGE })
+  await startDatastores(RESTORED_NS, {
+    passwords, postgresImage: POSTGRES_IMAGE, redisImage: REDIS_IMAGE, clients: [NS]
+  })
 
   // The restore: the CronJob's Job, its command pg_restore of the newest dump, its database the new one.
   const template = kjson(['get', 'cronjob', NAME, '-n', NS]).spec.jobTemplate
   const c = template.spec.template.spec.containers[0]
-  c.command = ['sh', '-c', 'set -eu; file=$(ls -1t /backups/suite-*.dump | head -n 1); pg_restore --exit-on-error --single-transaction --no-owner --dbname="$DATABASE_URL" "$file"; echo "restored: $file"']
-  c.env = c.env.map((e) => (e.name === 'DATABASE_URL' ? { name: e.name, value: `postgresql://app@postgres.${RESTORED_NS}.svc.cluster.local:5432/app` } : e))
-  kubectl(['apply', '-n', NS, '-f', '-'], { input: JSON.stringify({ apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'restore-drill', labels: template.metadata?.labels }, spec: template.spec }) })
+  c.command = [
+    'sh', '-c',
+    'set -eu; file=$(ls -1t /backups/suite-*.dump | head -n 1); ' +
+    'pg_restore --exit-on-error --single-transaction --no-owner --dbname="$DATABASE_URL" "$file"; ' +
+    'echo "restored: $file"'
+  ]
+  c.env = c.env.map((e) => (e.name === 'DATABASE_URL'
+    ? { name: e.name, value: `postgresql://app@postgres.${RESTORED_NS}.svc.cluster.local:5432/app` }
+    : e))
+  kubectl(['apply', '-n', NS, '-f', '-'], {
+    input: JSON.stringify({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'restore-drill', labels: template.metadata?.labels },
+      spec: template.spec
+    })
+  })
   const restore = await jobDone('restore-drill')
-  kubectl(['delete', 'job', 'restore-drill', '-n', NS, '--cascade=foreground']) // not the release's: it would outlive the uninstall
+  // not the release's: it would outlive the uninstall
+  kubectl(['delete', 'job', 'restore-drill', '-n', NS, '--cascade=foreground'])
   e2e.restored = { host: (s) => `${s}.${RESTORED_NS}.svc.cluster.local` }
-  return `backup ${file}: ${(Number(bytes) / 1024).toFixed(0)} KiB in ${backup.seconds.toFixed(1)} s; restored into a fresh PostgreSQL in ${RESTORED_NS} in ${restore.seconds.toFixed(1)} s`
+  return `backup ${file}: ${(Number(bytes) / 1024).toFixed(0)} KiB in ${backup.seconds.toFixed(1)} s; ` +
+    `restored into a fresh PostgreSQL in ${RESTORED_NS} in ${restore.seconds.toFixed(1)} s`
 }
 
-/** After the uninstall: the backup claim was kept (helm.sh/resource-policy: keep), as it must be; removed now. */
+/**
+ * After the uninstall: the backup claim was kept (helm.sh/resource-policy: keep), as it must be;
+ * removed now.
+ */
 export function backupKept () {
   if (!e2e.restored) return ''
-  if (kubectl(['get', 'pvc', BACKUP_CLAIM, '-n', NS], { ok: true }).code !== 0) throw new Error(`the backup claim ${BACKUP_CLAIM} did not outlive the uninstall`)
+  if (kubectl(['get', 'pvc', BACKUP_CLAIM, '-n', NS], { ok: true }).code !== 0) {
+    throw new Error(`the backup claim ${BACKUP_CLAIM} did not outlive the uninstall`)
+  }
   kubectl(['delete', 'pvc', BACKUP_CLAIM, '-n', NS, '--wait=false'])
   kubectl(['delete', 'pv', PV, '--ignore-not-found', '--wait=false'], { ok: true })
   return `; the backup claim ${BACKUP_CLAIM} kept, as it must be`
 }
 
 /** The values that point a reinstall at the restored datastores. */
-export const restoredValues = () => (e2e.restored ? ['--set', `global.externalDatabase.host=${e2e.restored.host('postgres')}`, '--set', `global.externalRedis.host=${e2e.restored.host('redis')}`] : [])
+export const restoredValues = () => (e2e.restored
+  ? [
+      '--set', `global.externalDatabase.host=${e2e.restored.host('postgres')}`,
+      '--set', `global.externalRedis.host=${e2e.restored.host('redis')}`
+    ]
+  : [])

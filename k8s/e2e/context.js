@@ -21,6 +21,9 @@ export const [gatewayNs, gatewayName] = (env.E2E_GATEWAY || '').split('/')
 /** The hosts the steady load goes through: the Ingress's, and the HTTPRoute's where there is a Gateway. */
 export const LOAD_HOSTS = gatewayName ? [INGRESS_HOST, GATEWAY_HOST] : [INGRESS_HOST]
 export const ADDONS = env.E2E_ADDONS || 'installed'
+// The release's PostgreSQL: a 3-instance CloudNativePG Cluster (its operator: install-addons.sh
+// --cloudnative-pg, which the lab's add-ons run), or one PostgreSQL Deployment.
+export const DATABASE = env.E2E_DATABASE || (ADDONS === 'lab' ? 'cloudnative-pg' : 'deployment')
 // The images of the external datastores (and of the backup, which needs pg_dump).
 export const POSTGRES_IMAGE = env.E2E_POSTGRES_IMAGE || 'postgres:15'
 export const REDIS_IMAGE = env.E2E_REDIS_IMAGE || 'redis:7'
@@ -64,13 +67,18 @@ export const API_VERSIONS = [
   'gateway.networking.k8s.io/v1/HTTPRoute'
 ].flatMap((a) => ['--api-versions', a])
 
-/** The e2e's values; `images: false` for a release's chart, which pins its images (registry and digests). */
-export function helmValues (extra = [], { images = true } = {}) {
+/**
+ * The e2e's values; `released: true` for a released chart, which pins its images (registry and digests)
+ * and whose schema may not know this chart's newer keys.
+ */
+export function helmValues (extra = [], { released = false } = {}) {
+  const images = !released
   const data = `${DATA_NS}.svc.cluster.local`
   const args = [
     '--set', 'postgresql.enabled=false', '--set', 'redis.enabled=false',
     ...(images ? ['--set', `global.suite.imageRegistry=${REGISTRY}`] : []),
-    '--set', `global.externalDatabase.host=postgres.${data}`, '--set', 'global.externalDatabase.user=app',
+    '--set', `global.externalDatabase.host=${DATABASE === 'cloudnative-pg' ? 'postgres-rw' : 'postgres'}.${data}`,
+    '--set', 'global.externalDatabase.user=app',
     '--set', 'global.externalDatabase.database=app', '--set', 'global.externalDatabase.existingSecret=suite-datastores',
     '--set', 'global.externalDatabase.existingSecretPasswordKey=postgres-password',
     '--set', `global.externalRedis.host=redis.${data}`, '--set', 'global.externalRedis.existingSecret=suite-datastores',
@@ -84,6 +92,13 @@ export function helmValues (extra = [], { images = true } = {}) {
     ]),
     ...(images ? SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG}`]) : [])
   ]
+  if (DATABASE === 'cloudnative-pg' && !released) {
+    // The release's database alerts watch the Cluster the e2e runs (datastores.js), not one of its own.
+    args.push(
+      '--set', 'alerts.database.cluster=postgres', '--set', `alerts.database.namespace=${DATA_NS}`,
+      '--set', 'alerts.database.instances=3'
+    )
+  }
   if (gatewayName) {
     args.push(
       '--set', 'gateway.enabled=true',

@@ -5,10 +5,11 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { shared, umbrellaWithDependencies } from '../../charts/test/lib.js'
 import { startDatastores } from './datastores.js'
+import { CHART_DATABASE_NS } from './chart-database.js'
 import { BACKUP_CLAIM, RESTORED_NS, backupKept, restoredValues } from './backup.js'
 import { http, kjson, kubectl, run, runAsync, waitFor } from './lib.js'
 import {
-  API_VERSIONS, DATA_NS, INGRESS_HOST, INGRESS_URL, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, e2e, helmValues
+  API_VERSIONS, DATABASE, DATA_NS, INGRESS_HOST, INGRESS_URL, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, e2e, helmValues
 } from './context.js'
 import { flows, flowTotal, routes, served } from './traffic.js'
 
@@ -22,7 +23,7 @@ export function preflight () {
     `helm ${run('helm', ['version', '--short']).stdout.trim()}`)
   return `${version}, ${ready.length} node(s), ${cpu} CPU`
 }
-export function namespaces () {
+export async function namespaces () {
   for (const ns of [NS, DATA_NS, `${NS}-bundled`, RESTORED_NS]) {
     if (kubectl(['get', 'ns', ns], { ok: true }).code === 0) {
       run('helm', ['uninstall', RELEASE, '-n', ns, '--wait', '--ignore-not-found'], { ok: true })
@@ -50,7 +51,13 @@ export function namespaces () {
     'create', 'secret', 'generic', 'suite-datastores', '-n', NS,
     ...Object.entries(passwords).map(([k, v]) => `--from-literal=${k}=${v}`)
   ])
-  startDatastores(DATA_NS, { passwords, postgresImage: POSTGRES_IMAGE, redisImage: REDIS_IMAGE })
+  await startDatastores(DATA_NS, {
+    passwords,
+    postgresImage: POSTGRES_IMAGE,
+    redisImage: REDIS_IMAGE,
+    clients: [NS, CHART_DATABASE_NS],
+    ...(DATABASE === 'cloudnative-pg' && { cloudnativePg: { instances: 3 } })
+  })
   // The CRDs of the optional APIs the charts use (ServiceMonitor, TestRun), where the cluster lacks them.
   const crds = join(shared, 'crds')
   const installed = []
@@ -61,7 +68,8 @@ export function namespaces () {
       installed.push(name.split('.')[0])
     }
   }
-  return `${NS} (restricted), datastores in ${DATA_NS}` +
+  const postgres = DATABASE === 'cloudnative-pg' ? 'PostgreSQL a CloudNativePG Cluster of 3 instances' : 'PostgreSQL'
+  return `${NS} (restricted), datastores in ${DATA_NS} (${postgres})` +
     `${installed.length ? `; CRDs installed: ${installed.join(', ')}` : ''}`
 }
 /** charts/suite with its dependencies, as after `helm dependency build` (offline: ../shared/k8s/charts). */
@@ -94,7 +102,7 @@ export async function install () {
   const from = e2e.releases?.previous
   await runAsync('helm', [
     'install', RELEASE, from?.chart ?? e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m',
-    ...helmValues([], { images: !from })
+    ...helmValues([], { released: Boolean(from) })
   ])
   const seconds = ((Date.now() - started) / 1000).toFixed(1)
   // The seed Jobs are part of the release; the services answer while they run, and swap the data in at the end.

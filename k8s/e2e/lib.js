@@ -75,10 +75,19 @@ export function http (base, { host, method = 'GET', path, json, headers = {}, ti
  * `resend: n` (a write with its Idempotency-Key) is sent again after a failure, as its client would,
  * up to n times; each failed try counts. inFlight(match) counts the requests under way whose target
  * `match` accepts. stop() resolves to { sent, ok, failed, failures: {kind: n}, resent, unresolved,
- * p99Ms } once the requests in flight are in; unresolved: resent writes whose outcome stayed unknown.
+ * p99Ms, classes } once the requests in flight are in; unresolved: resent writes whose outcome stayed
+ * unknown (the target's onGiveUp() is called for each); classes: for the targets with a `klass`, { sent,
+ * ok, failed, answers: [[sentAt, ok]…] }.
  */
 export function steadyLoad (base, { rate, targets }) {
-  const result = { sent: 0, ok: 0, failed: 0, failures: {}, resent: 0, unresolved: 0, durations: [] }
+  const result = { sent: 0, ok: 0, failed: 0, failures: {}, resent: 0, unresolved: 0, durations: [], classes: {} }
+  const counted = (target, ok, at) => {
+    if (!target.klass) return
+    const c = result.classes[target.klass] ??= { sent: 0, ok: 0, failed: 0, answers: [] }
+    c.sent++
+    c[ok ? 'ok' : 'failed']++
+    c.answers.push([at, ok])
+  }
   const inFlight = new Map() // a request on the wire -> its target
   const pending = new Set() // a request and the resends it may still need
   const fail = (kind) => {
@@ -91,6 +100,7 @@ export function steadyLoad (base, { rate, targets }) {
   }
   const send = (target, resends) => {
     const t0 = performance.now()
+    const at = Date.now()
     const wire = http(base, target)
     inFlight.set(wire, target)
     wire.finally(() => inFlight.delete(wire)).catch(() => {})
@@ -98,14 +108,17 @@ export function steadyLoad (base, { rate, targets }) {
       result.durations.push(performance.now() - t0)
       if ((target.expect ?? [200]).includes(res.status)) {
         result.ok++
-        target.onOk?.()
+        counted(target, true, at)
+        target.onOk?.(res)
         return
       }
+      counted(target, false, at)
       const excerpt = typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)
       fail(`${res.status} ${what(target)} (${excerpt})`)
       if (res.status < 500) return // the request's own fault: sending it again changes nothing
       return again(target, resends)
     }, (err) => {
+      counted(target, false, at)
       fail(`${err.code ?? err.message} ${what(target)}`)
       return again(target, resends)
     })
@@ -115,7 +128,11 @@ export function steadyLoad (base, { rate, targets }) {
   }
   const again = async (target, resends) => {
     if (!target.resend) return
-    if (resends >= target.resend) { result.unresolved++; return }
+    if (resends >= target.resend) {
+      result.unresolved++
+      target.onGiveUp?.()
+      return
+    }
     await sleep(250)
     result.resent++
     return send(target, resends + 1)

@@ -10,10 +10,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { charts, root, shared } from '../../charts/test/lib.js'
 import { builtins, interpolate, queryVariables, targets, variableValues } from '../../loadtests/lib/grafana.js'
 import { addonImages } from './addon-images.js'
+import { CLUSTER } from './datastores.js'
 import { labTraefik } from './lab-traefik.js'
 import { http, kjson, kubectl, run, runAsync, steadyLoad, waitFor } from './lib.js'
 import {
-  DATA_NS, INGRESS_HOST, INGRESS_URL, LOAD, NS, SCRAPE_SECONDS, SERVICES, e2e, env, fullname
+  DATABASE, DATA_NS, INGRESS_HOST, INGRESS_URL, LOAD, NS, SCRAPE_SECONDS, SERVICES, e2e, env, fullname
 } from './context.js'
 
 const MONITORING = 'monitoring'
@@ -22,7 +23,7 @@ const OBSERVABILITY = 'observability'
 const proxied = (ns, service, path) => JSON.parse(
   kubectl(['get', '--raw', `/api/v1/namespaces/${ns}/services/${service}/proxy${path}`]).stdout
 )
-const prom = {
+export const prom = {
   api: async (path, params = {}) => {
     const body = proxied(
       MONITORING,
@@ -35,8 +36,8 @@ const prom = {
 }
 
 /**
- * The add-ons, as `k8s/install-addons.sh --lab --with-adapter --charts <archives>` installs them, and
- * the lab's Traefik set up as k8s/traefik.yaml.
+ * The add-ons, as `k8s/install-addons.sh --lab --with-adapter --registry --cloudnative-pg --charts
+ * <archives>` installs them, and the lab's Traefik set up as k8s/traefik.yaml.
  */
 export async function addons () {
   const archives = await addonImages()
@@ -47,12 +48,14 @@ export async function addons () {
   const started = Date.now()
   const traefik = labTraefik()
   await runAsync('bash', [
-    join(root, 'k8s', 'install-addons.sh'), '--lab', '--with-adapter', '--registry', '--charts', join(shared, 'charts')
+    join(root, 'k8s', 'install-addons.sh'), '--lab', '--with-adapter', '--registry', '--cloudnative-pg',
+    '--charts', join(shared, 'charts')
   ])
   const pods = kjson(['get', 'pods', '-n', MONITORING]).items.length +
     kjson(['get', 'pods', '-n', OBSERVABILITY]).items.length
   return `${archives.length} add-on images loaded; ${traefik}; ` +
-    'kube-prometheus-stack, prometheus-adapter, Jaeger installed in ' +
+    'kube-router, local-path-provisioner, kube-prometheus-stack, prometheus-adapter, Jaeger, the registry, ' +
+    'CloudNativePG installed in ' +
     `${((Date.now() - started) / 1000).toFixed(0)} s (${pods} pods)`
 }
 
@@ -127,8 +130,10 @@ export async function queriesWithData () {
   }
   const { groups } = await prom.api('rules')
   const ours = groups.filter((g) => g.name.startsWith('suite-'))
-  if (ours.length !== 2 * SERVICES.length) {
-    failures.push(`the operator loaded ${ours.length} of the suite's ${2 * SERVICES.length} rule groups`)
+  // Two per service, and the database's where it is a CloudNativePG Cluster.
+  const expected = 2 * SERVICES.length + (DATABASE === 'cloudnative-pg' ? 1 : 0)
+  if (ours.length !== expected) {
+    failures.push(`the operator loaded ${ours.length} of the suite's ${expected} rule groups`)
   }
   let rules = 0
   for (const rule of ours.flatMap((g) => g.rules)) {
@@ -244,28 +249,19 @@ export async function alertThroughAlertmanager () {
     rate: 20,
     targets: [() => ({ host: INGRESS_HOST, path: '/flows?hour=1', expect: [200, 503] })]
   })
-  const port = kjson(['get', 'svc', 'postgres', '-n', DATA_NS]).spec.ports[0]
-  const patchPort = (targetPort) => kubectl([
-    'patch', 'svc', 'postgres', '-n', DATA_NS, '--type', 'json',
-    '-p', JSON.stringify([{ op: 'replace', path: '/spec/ports/0/targetPort', value: targetPort }])
-  ])
+  const fault = DATABASE === 'cloudnative-pg' ? cutByPolicy() : cutByService()
   let fired, resolved
   try {
     await sleep(10_000)
     const faultAt = Date.now()
-    patchPort(1) // nothing listens there: new connections are refused
-    kubectl([
-      'exec', '-n', DATA_NS, 'deploy/postgres', '--', 'psql', '-U', 'app', '-d', 'app', '-qAtc',
-      'SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity ' +
-      "WHERE usename = 'app' AND pid <> pg_backend_pid()"
-    ])
+    fault.cut()
     await waitFor('SuiteErrorBudgetBurnFast in Alertmanager', () => firing().length > 0, {
       timeoutMs: 300_000,
       everyMs: 2000
     })
     fired = (Date.now() - faultAt) / 1000
   } finally {
-    patchPort(port.targetPort)
+    fault.restore()
   }
   const backAt = Date.now()
   await waitFor('SuiteErrorBudgetBurnFast resolved in Alertmanager', () => firing().length === 0, {
@@ -277,6 +273,51 @@ export async function alertThroughAlertmanager () {
   return 'flows cut off from PostgreSQL: SuiteErrorBudgetBurnFast (2m/30s window pair) reached Alertmanager ' +
     `${fired.toFixed(0)} s after the fault and resolved ${resolved.toFixed(0)} s after PostgreSQL was back ` +
     `(${r.sent} reads meanwhile, ${r.failed} not 200/503)`
+}
+
+/**
+ * flows cut off from PostgreSQL by its own NetworkPolicy (enforced): its egress to the database is
+ * taken out, and its connections ended; new ones are refused. The other services are untouched.
+ */
+function cutByPolicy () {
+  const name = fullname('flows')
+  const policy = kjson(['get', 'networkpolicy', name, '-n', NS])
+  const patch = (egress) => kubectl([
+    'patch', 'networkpolicy', name, '-n', NS, '--type', 'json',
+    '-p', JSON.stringify([{ op: 'replace', path: '/spec/egress', value: egress }])
+  ])
+  return {
+    cut () {
+      patch(policy.spec.egress.filter((rule) => !rule.ports?.some((p) => p.port === 5432)))
+      const primary = kjson(['get', 'cluster', CLUSTER, '-n', DATA_NS]).status.currentPrimary
+      kubectl([
+        'exec', '-n', DATA_NS, primary, '-c', 'postgres', '--', 'psql', '-h', '/controller/run', '-U', 'postgres',
+        '-d', 'app', '-qAtc',
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE 'flows-%'"
+      ])
+    },
+    restore: () => patch(policy.spec.egress)
+  }
+}
+
+/** flows cut off from PostgreSQL by its Service: new connections refused, the open ones ended. */
+function cutByService () {
+  const port = kjson(['get', 'svc', 'postgres', '-n', DATA_NS]).spec.ports[0]
+  const patchPort = (targetPort) => kubectl([
+    'patch', 'svc', 'postgres', '-n', DATA_NS, '--type', 'json',
+    '-p', JSON.stringify([{ op: 'replace', path: '/spec/ports/0/targetPort', value: targetPort }])
+  ])
+  return {
+    cut () {
+      patchPort(1) // nothing listens there: new connections are refused
+      kubectl([
+        'exec', '-n', DATA_NS, 'deploy/postgres', '--', 'psql', '-U', 'app', '-d', 'app', '-qAtc',
+        'SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity ' +
+        "WHERE usename = 'app' AND pid <> pg_backend_pid()"
+      ])
+    },
+    restore: () => patchPort(port.targetPort)
+  }
 }
 
 /**

@@ -91,7 +91,7 @@ function tampered (version, verify, pub) {
 }
 
 /** The values of an install from a release: its chart pins the images, so no registry or tag is set. */
-export const releaseValues = (extra = []) => helmValues(extra, { images: false })
+export const releaseValues = (extra = []) => helmValues(extra, { released: true })
 
 /** The versions the Ready server pods run, polled while `action` runs: whether old and new served side by side. */
 async function versionsDuring (action) {

@@ -6,7 +6,9 @@
 // the previous release and this one signed, verified before install (a tampered one refused), an
 // upgrade from the previous release, a rollback and an upgrade again under steady load, then a config
 // change and a pod deletion, each with zero failed requests, a container of each service killed
-// (SIGKILL, and the kernel's OOM killer) costing no more than its in-flight requests, the HPA scaling
+// (SIGKILL, and the kernel's OOM killer) costing no more than its in-flight requests, every
+// NetworkPolicy rule tried both ways where they are enforced, a CloudNativePG database failed over and
+// switched over under load without an acknowledged write lost, the HPA scaling
 // on requests per second, every dashboard query and rule with data, an alert through Alertmanager
 // under a real fault, a trace and its exemplar, TestRuns accepted by the API server, a backup
 // restored into a fresh database, an uninstall that leaves nothing behind but the backups, a
@@ -15,7 +17,7 @@
 // and k8s/README.md.
 import { parseArgs } from 'node:util'
 import { kubectl, run, table } from './lib.js'
-import { DATA_NS, INGRESS_URL, NS, RELEASE, e2e } from './context.js'
+import { DATABASE, DATA_NS, INGRESS_URL, NS, RELEASE, e2e } from './context.js'
 import { images } from './images.js'
 import {
   bundledDryRun, chart, helmTest, install, namespaces, preflight, reinstall, testRuns, uninstall
@@ -23,6 +25,9 @@ import {
 import { metrics, routesAll } from './traffic.js'
 import { PHASE_COLUMNS, disruptions, phases } from './disruptions.js'
 import { crashes } from './crashes.js'
+import { FAILOVER_COLUMNS, databaseFailover, failoverPhases } from './failover.js'
+import { POLICY_COLUMNS, networkPolicies, policyRows } from './policies.js'
+import { CHART_DATABASE_NS, chartDatabase } from './chart-database.js'
 import { devLoop, ociCharts } from './devloop.js'
 import { releases, upgradePath } from './release.js'
 import { RESTORED_NS, backupAndRestore } from './backup.js'
@@ -46,6 +51,9 @@ Installs the suite on the cluster of KUBECONFIG and checks it end to end. Settin
   E2E_NODE_IMAGE       base image of services/Dockerfile (its NODE_IMAGE build argument)
   E2E_REGISTRY         registry part of the image names (default: localhost)
   E2E_POSTGRES_IMAGE   PostgreSQL image of the external datastores (default: postgres:15)
+  E2E_DATABASE         cloudnative-pg: the datastores' PostgreSQL is a CloudNativePG Cluster of 3 instances, and
+                       the e2e fails it over under load (the lab's default: its add-ons install the operator);
+                       deployment: one PostgreSQL Deployment (the default elsewhere)
   E2E_REDIS_IMAGE      Redis image of the external datastores (default: redis:7)
   E2E_GATEWAY          <namespace>/<name> of a Gateway: the HTTPRoute attaches to it and every route is sent
                        through it too (default: none, the Gateway API path is then only rendered)
@@ -104,21 +112,34 @@ try {
   // The add-ons install while the images build: their install mostly waits for pods, the builds
   // mostly compute. Nothing before the registry's first use (the OCI charts) needs them.
   const addonsInstalled = ADDONS === 'lab'
-    ? stage('add-ons: kube-prometheus-stack, prometheus-adapter, Jaeger (beside the images)', addons)
+    ? stage('add-ons (beside the images)', addons)
     : null
-  addonsInstalled?.catch(() => {}) // its failure is thrown by the await below, not as an unhandled rejection meanwhile
+  // The datastores start once the add-ons are in (the database's operator is one), still beside the
+  // images: a database cluster mostly waits for its instances to start and join.
+  const dataReady = (addonsInstalled ?? Promise.resolve())
+    .then(() => stage('namespaces, datastores, CRDs (beside the images)', namespaces))
+  // Their failures are thrown by the awaits below, not as unhandled rejections meanwhile.
+  addonsInstalled?.catch(() => {})
+  dataReady.catch(() => {})
   await stage('images', images)
   await addonsInstalled
-  await stage('namespaces, datastores, CRDs', namespaces)
+  await dataReady
   await stage('chart with its dependencies', chart)
   await stage('charts in the OCI registry', ociCharts)
   await stage('bundled mode: server-side dry-run under restricted', bundledDryRun)
+  // The chart's own database installs beside the releases: one mostly waits, the other computes.
+  const chartDatabaseDone = DATABASE === 'cloudnative-pg'
+    ? stage('the chart\'s own CloudNativePG database (beside the releases)', chartDatabase)
+    : null
+  chartDatabaseDone?.catch(() => {})
   await stage('releases: the previous and this one, pushed, signed, verified; a tampered one refused', releases)
+  await chartDatabaseDone
   await stage('install', install)
   await stage('upgrade from the previous release, rollback, upgrade again, under load', upgradePath)
   await stage('helm test', helmTest)
   await stage('routes', routesAll)
   await stage('metrics', metrics)
+  await stage('NetworkPolicies: who reaches what', networkPolicies)
   // Before the disruptions: their flows writes are what the dashboards' write panels show later.
   await stage('ServiceMonitors scraped, counters equal', scraped)
   await stage('disruptions under load', disruptions)
@@ -129,6 +150,9 @@ try {
   await stage('the monitoring stack\'s cost', monitoringCost)
   await stage('HPA back to 1 replica after the load', scaledBack)
   await stage('crashes under load: SIGKILL and OOM', crashes)
+  if (DATABASE === 'cloudnative-pg') {
+    await stage('the database under load: a replica, a switchover, the primary deleted and killed', databaseFailover)
+  }
   await stage('TestRuns', testRuns)
   await stage('backup, and its restore into a fresh database', backupAndRestore)
   await stage('uninstall', uninstall)
@@ -153,17 +177,16 @@ try {
     .split('\n').slice(-30).join('\n'))
 }
 e2e.notes.push(
-  'NetworkPolicy: objects created and validated; enforcement depends on the CNI (not enforced on the lab cluster)'
-)
-e2e.notes.push(
   'bundled PostgreSQL/Redis (Bitnami): server-side dry-run only; their images cannot be pulled without a registry'
 )
 console.log(`\n## e2e ${failed ? 'FAILED' : 'passed'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`)
 console.log(table(['stage', 'time', 'result'], report))
 if (phases.length) console.log(`\n${table(PHASE_COLUMNS, phases)}`)
+if (failoverPhases.length) console.log(`\n${table(FAILOVER_COLUMNS, failoverPhases)}`)
+if (policyRows.length) console.log(`\n${table(POLICY_COLUMNS, policyRows)}`)
 console.log(`\nNot proven on this cluster:\n${e2e.notes.map((n) => `- ${n}`).join('\n')}`)
 if (!opts.keep && !failed) {
-  for (const ns of [NS, DATA_NS, `${NS}-bundled`, RESTORED_NS]) {
+  for (const ns of [NS, DATA_NS, `${NS}-bundled`, RESTORED_NS, CHART_DATABASE_NS]) {
     kubectl(['delete', 'ns', ns, '--wait=false'], { ok: true })
   }
 }

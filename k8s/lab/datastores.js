@@ -25,16 +25,30 @@ const must = (args, input) => {
   }
   return r.stdout
 }
-const ensureNamespace = (ns) => must(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }))
+const ensureNamespace = (ns) => must(
+  ['apply', '-f', '-'],
+  JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
+)
 
 ensureNamespace(dataNs)
 const existing = kubectl(['get', 'secret', 'datastores', '-n', dataNs, '-o', 'json'])
 const passwords = existing.status === 0
-  ? Object.fromEntries(Object.entries(JSON.parse(existing.stdout).data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))
-  : { 'postgres-password': randomBytes(18).toString('base64url'), 'redis-password': randomBytes(18).toString('base64url') }
-const objects = datastores({ passwords, postgresImage: process.env.POSTGRES_IMAGE || 'localhost/postgres:15', redisImage: process.env.REDIS_IMAGE || 'localhost/redis:7' })
+  ? Object.fromEntries(Object.entries(JSON.parse(existing.stdout).data)
+      .map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))
+  : {
+      'postgres-password': randomBytes(18).toString('base64url'),
+      'redis-password': randomBytes(18).toString('base64url')
+    }
+const objects = datastores({
+  passwords,
+  clients: [releaseNs],
+  postgresImage: process.env.POSTGRES_IMAGE || 'localhost/postgres:15',
+  redisImage: process.env.REDIS_IMAGE || 'localhost/redis:7'
+})
 must(['apply', '-n', dataNs, '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }))
 ensureNamespace(releaseNs)
-must(['apply', '-n', releaseNs, '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'suite-datastores' }, stringData: passwords }))
+must(['apply', '-n', releaseNs, '-f', '-'], JSON.stringify({
+  apiVersion: 'v1', kind: 'Secret', metadata: { name: 'suite-datastores' }, stringData: passwords
+}))
 must(['rollout', 'status', '-n', dataNs, 'deploy/postgres', 'deploy/redis', '--timeout=180s'])
 console.error(`datastores: PostgreSQL and Redis ready in ${dataNs}; Secret suite-datastores in ${releaseNs}`)

@@ -9,15 +9,18 @@ import * as profile from './profile.js'
 import * as menu from './menu.js'
 import * as flows from './flows.js'
 import * as tracing from './tracing.js'
+import * as replication from './replication.js'
 import { ORIGINAL_CONNECTIONS } from './original.js'
 import { checkOriginal } from './original-service.js'
 
-// The services' benchmarks, and what tracing costs (on product); --only picks among them.
-export const benches = { product, profile, menu, flows, tracing }
+// The services' benchmarks, what tracing costs (on product), and what synchronous replication costs
+// a write (flows and profile); --only picks among them.
+export const benches = { product, profile, menu, flows, tracing, replication }
 // Each service's definition (its settings, for --env), by name.
 const definitions = Object.fromEntries(await Promise.all(SERVICES.map(async ({ name }) =>
   [name, (await import(`../../services/${name}/src/service.js`)).default])))
 definitions.tracing = definitions.product
+definitions.replication = definitions.flows
 // What the bench sets itself on every service it starts (--workers for WORKERS).
 const BENCH_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'WORKERS', 'CACHE_ENABLED', 'HOST', 'PORT']
 const sizes = Object.assign({}, ...Object.values(benches).map((b) => b.defaults))

@@ -77,11 +77,13 @@ export async function measureRounds (cases, { service, duration, connections, se
       workers: row.connections,
       name: `${service}: ${c.name}`
     })
-    // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs each.
+    // The service's process, and PostgreSQL (its backends) and Redis beside it: what a request costs
+    // each. A case may name servers of its own (a PostgreSQL with standbys: all of them).
+    const serverCpu = (s) => [s].flat().reduce((sum, x) => sum + cpuSeconds(x.pid, { children: true }), 0)
     const cpus = c.pid
       ? [
           ['CPU µs/req', () => cpuSeconds(c.pid)],
-          ...Object.entries(servers).map(([name, s]) => [`${name} µs/req`, () => cpuSeconds(s.pid, { children: true })])
+          ...Object.entries(c.servers ?? servers).map(([name, s]) => [`${name} µs/req`, () => serverCpu(s)])
         ]
       : []
     return {

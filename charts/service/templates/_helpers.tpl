@@ -177,14 +177,41 @@ imagePullSecrets:
 {{- end -}}
 
 {{/*
-Egress to PostgreSQL or Redis: the bundled chart's pods (Bitnami labels) or, for an external server,
-the given peers (all addresses when none are given), on the server's port only.
+Egress to the cluster DNS (networkPolicy.dns). A NetworkPolicy's port is the DNS pod's own, which is not
+always the Service's 53 (the lab's CoreDNS listens on 1053).
+*/}}
+{{- define "service.dnsEgressRule" -}}
+- to:
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ .namespace }}
+      podSelector:
+        matchLabels:
+          {{- toYaml .podLabels | nindent 10 }}
+  ports:
+    {{- range .ports }}
+    - port: {{ . }}
+      protocol: UDP
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
+{{- end -}}
+
+{{/*
+Egress to PostgreSQL or Redis: the bundled chart's pods (Bitnami labels), a CloudNativePG Cluster's
+instances (any of them may be the primary) or, for an external server, the given peers (all
+addresses when none are given), on the server's port only.
 */}}
 {{- define "service.egressRule" -}}
 - ports:
     - port: {{ .target.port }}
       protocol: TCP
-  {{- if not .target.external }}
+  {{- if .target.cloudnativePg }}
+  to:
+    - podSelector:
+        matchLabels:
+          cnpg.io/cluster: {{ .target.cloudnativePg }}
+  {{- else if not .target.external }}
   to:
     - podSelector:
         matchLabels:

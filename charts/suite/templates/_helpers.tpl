@@ -52,11 +52,27 @@ Both bundled and external, or neither, is a mistake: say so before anything is i
 {{- define "suite.validate" -}}
 {{- $extDb := dig "externalDatabase" "host" "" (.Values.global | merge dict) -}}
 {{- $extRedis := dig "externalRedis" "host" "" (.Values.global | merge dict) -}}
+{{- $kind := .Values.global.database | default "" -}}
+{{- if eq $kind "cloudnative-pg" -}}
+{{- if .Values.postgresql.enabled -}}
+{{- fail "global.database=cloudnative-pg: turn the bundled PostgreSQL off (postgresql.enabled=false)" -}}
+{{- end -}}
+{{- else if eq $kind "external" -}}
+{{- if not $extDb -}}
+{{- fail "global.database=external: set global.externalDatabase.host" -}}
+{{- end -}}
+{{- if .Values.postgresql.enabled -}}
+{{- fail "global.database=external: turn the bundled PostgreSQL off (postgresql.enabled=false)" -}}
+{{- end -}}
+{{- else if and (eq $kind "bundled") (not .Values.postgresql.enabled) -}}
+{{- fail "global.database=bundled: postgresql.enabled=true, or choose cloudnative-pg or external" -}}
+{{- else -}}
 {{- if and .Values.postgresql.enabled $extDb -}}
 {{- fail "global.externalDatabase.host is set: turn the bundled PostgreSQL off (postgresql.enabled=false)" -}}
 {{- end -}}
 {{- if not (or .Values.postgresql.enabled $extDb) -}}
-{{- fail "no database: set global.externalDatabase.host, or postgresql.enabled=true" -}}
+{{- fail "no database: set global.externalDatabase.host, global.database=cloudnative-pg, or postgresql.enabled=true" -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.redis.enabled $extRedis -}}
 {{- fail "global.externalRedis.host is set: turn the bundled Redis off (redis.enabled=false)" -}}

@@ -2,7 +2,7 @@
 // process, HTTP helpers, and the error contract checked route by route. Nothing here mocks anything.
 export { freePort, freePortBlock } from './ports.js'
 export { childrenOf, cpuSeconds, watchMemory, processesWithEnv } from './processes.js'
-export { startPostgres, startRedis, createDatabase, databaseEnv } from './servers.js'
+export { startPostgres, startStandby, startRedis, createDatabase, databaseEnv } from './servers.js'
 export { startService } from './service.js'
 export { send, sendOnNewConnection, get, metric, keepAliveLoad, conforms } from './http.js'
 export { toolsDir, goBinDir, findBinary, whichBinary } from './tools.js'

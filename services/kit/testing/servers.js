@@ -129,6 +129,58 @@ export async function startPostgres ({ settings = {} } = {}) {
 }
 
 /**
+ * A hot standby of `primary` (a startPostgres server), streaming from it as `name`: the name the
+ * primary's synchronous_standby_names gives it (`ANY 1 (s1, s2)`: a commit is acknowledged once one
+ * of them has it). Made from a base backup, on a free loopback port. Returns { name, port, pid, stop() }.
+ */
+export async function startStandby (primary, name) {
+  const postgres = findBinary('postgres')
+  const user = serverUser()
+  const dir = await mkdtemp(join(tmpdir(), `suite-pg-${name}-`))
+  if (user.uid !== undefined) await chown(dir, user.uid, user.gid)
+  const { password, port: primaryPort } = new URL(primary.url)
+  const conninfo = `host=127.0.0.1 port=${primaryPort} user=postgres password=${password} application_name=${name}`
+  execFileSync(findBinary('pg_basebackup'), ['-d', conninfo, '-D', dir, '-X', 'stream', '--no-sync'], {
+    ...user, stdio: 'pipe'
+  })
+  await writeFile(join(dir, 'standby.signal'), '')
+  if (user.uid !== undefined) await chown(join(dir, 'standby.signal'), user.uid, user.gid)
+  const port = await freePort()
+  const child = spawn(postgres, [
+    '-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300',
+    '-c', 'hot_standby=on',
+    '-c', `primary_conninfo=${conninfo}`, '-c', 'synchronous_standby_names='
+  ], { ...user, stdio: ['ignore', 'pipe', 'pipe'] })
+  const output = collect(child)
+  const url = primary.url.replace(`:${primaryPort}/`, `:${port}/`)
+  await waitFor(`standby ${name} streaming`, async () => {
+    if (child.exitCode !== null) throw new Error(`standby ${name} exited: ${output()}`)
+    const c = new pg.Client({ connectionString: primary.url })
+    await c.connect()
+    try {
+      const { rows } = await c.query(
+        "SELECT 1 FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'", [name])
+      return rows.length === 1
+    } finally {
+      await c.end()
+    }
+  }, { timeoutMs: 60_000, everyMs: 200 })
+  return {
+    name,
+    port,
+    url,
+    get pid () { return child.pid },
+    async stop () {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGINT')
+        await exited(child)
+      }
+      await rm(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/**
  * Starts redis-server on a free loopback port with persistence off (`password`: AUTH required).
  * Returns { url, port, kill(), start(), pause(), resume(), stop() }: kill() is SIGKILL (a crash), start()
  * brings it back on the same port; pause() stops the process without closing connections (a stalled

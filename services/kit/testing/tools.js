@@ -18,6 +18,7 @@ export const goBinDir = () => join(toolsDir(), 'go-bin')
 export const PACKAGES = {
   initdb: 'postgresql',
   postgres: 'postgresql',
+  pg_basebackup: 'postgresql',
   'redis-server': 'redis-server',
   nginx: 'nginx',
   prometheus: 'prometheus',

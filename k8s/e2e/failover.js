@@ -1,0 +1,227 @@
+// The database's own failures, under the load classes a user would watch: cached reads, database
+// reads and durable writes through the Ingress. On the datastores' CloudNativePG Cluster (3 instances,
+// quorum replication): a replica deleted, a switchover (what `kubectl cnpg promote` does), the primary
+// pod deleted, the primary's postgres killed. Each phase prints its requests and failures by class,
+// the write outage (from the first failed write to the first one that succeeded after it) and the
+// time to a new primary; then checks that every acknowledged write is there: each flows record in the
+// totals, and each updated restaurant reads as its last acknowledged update (or a later one whose
+// outcome is unknown), through the services and their caches.
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { kjson, kubectl, runAsync, steadyLoad, table, waitFor, http } from './lib.js'
+import { DATA_NS, INGRESS_HOST, INGRESS_URL, e2e } from './context.js'
+import { CLUSTER } from './datastores.js'
+import { flowTotal, flows, seededIds } from './traffic.js'
+import { restaurant } from '../../loadtests/k6/scenarios.js'
+
+const RATE = 60
+const LEAD_MS = 2000
+// The restaurants each phase updates: made for it, so that no cached read's entry is invalidated.
+const UPDATED = 20
+const COLUMNS = [
+  'phase', 'cached reads (failed)', 'database reads (failed)', 'writes (failed)', 'write outage', 'new primary after',
+  'acknowledged writes kept'
+]
+// The bounds of a write outage, in seconds: a failover's, a switchover's. A switchover's is the
+// failover's: after the promotion the operator takes seconds to move the -rw Service's label, which
+// the standbys (whose commits the new primary waits for) and the services both connect through
+// (docs/decisions/0017-cloudnative-pg-for-failover.md).
+const FAILOVER_S = 10
+const SWITCHOVER_S = 10
+export const failoverPhases = []
+
+const status = () => kjson(['get', 'cluster', CLUSTER, '-n', DATA_NS]).status
+const podsOf = () => kjson(['get', 'pods', '-n', DATA_NS, '-l', `cnpg.io/cluster=${CLUSTER}`]).items
+  .filter((p) => !p.metadata.deletionTimestamp)
+async function healthy () {
+  await waitFor('the database cluster healthy, every instance ready', () => {
+    const s = status()
+    return s.readyInstances === s.instances && s.currentPrimary === s.targetPrimary && /healthy/i.test(s.phase ?? '')
+  }, { timeoutMs: 300_000, everyMs: 1000 })
+}
+
+/** Restaurants of the phase's own, to update under load. */
+async function freshRestaurants () {
+  const ids = []
+  for (let i = 0; i < UPDATED; i++) {
+    const res = await http(INGRESS_URL, {
+      host: INGRESS_HOST, method: 'POST', path: '/restaurants', json: { ...restaurant(i), name: `e2e-failover-${i}` }
+    })
+    if (res.status !== 201) throw new Error(`POST /restaurants: ${res.status} ${JSON.stringify(res.body)}`)
+    ids.push(res.body.id)
+  }
+  return ids
+}
+
+/**
+ * The load: cached reads of the three read services, the totals of flows (a query each), writes (a
+ * flows record, a restaurant's update). `updates`: each updated restaurant's writes, in the order
+ * they were sent, { name, sentAt, doneAt } (doneAt: when acknowledged; Infinity while unknown).
+ */
+function load (ids, updated) {
+  const updates = new Map(updated.map((id) => [id, []]))
+  let unknown = 0 // flows writes whose every try failed: they may or may not be in the totals
+  const targets = [
+    (i) => ({ klass: 'cached', host: INGRESS_HOST, path: `/products/${ids.products[i % ids.products.length]}` }),
+    (i) => ({
+      klass: 'cached', host: INGRESS_HOST, path: `/restaurants/${ids.restaurants[i % ids.restaurants.length]}`
+    }),
+    (i) => ({ klass: 'cached', host: INGRESS_HOST, path: `/menu/${ids.menus[i % ids.menus.length]}` }),
+    () => ({ klass: 'database', host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` }),
+    () => ({
+      klass: 'write',
+      host: INGRESS_HOST,
+      method: 'POST',
+      path: '/flows',
+      json: [{ src_app: 'e2e-failover', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }],
+      headers: { 'idempotency-key': randomUUID() },
+      resend: 5,
+      onOk: () => flows.acknowledged++,
+      onGiveUp: () => unknown++
+    }),
+    (i) => {
+      const id = updated[i % updated.length]
+      const write = { name: `e2e-failover-${randomUUID()}`, sentAt: Date.now(), doneAt: Infinity }
+      updates.get(id).push(write)
+      return {
+        klass: 'write',
+        host: INGRESS_HOST,
+        method: 'PUT',
+        path: `/restaurants/${id}`,
+        json: { ...restaurant(i), name: write.name },
+        resend: 5, // a PUT is sent again as it is, as its client would
+        onOk: () => { write.doneAt = Date.now() }
+      }
+    }
+  ]
+  return { load: steadyLoad(INGRESS_URL, { rate: RATE, targets }), updates, flowsUnknown: () => unknown }
+}
+
+/**
+ * The restaurants whose name reads as none of the writes it may show: a write whose update a later
+ * acknowledged write (sent after it was acknowledged) superseded, or none of them at all.
+ */
+async function staleRestaurants (updates) {
+  const stale = []
+  for (const [id, writes] of updates) {
+    const acknowledged = writes.filter((w) => w.doneAt !== Infinity)
+    const current = writes.filter((w) => !acknowledged.some((later) => later.sentAt > w.doneAt))
+    if (!writes.length) continue
+    const res = await http(INGRESS_URL, { host: INGRESS_HOST, path: `/restaurants/${id}` })
+    if (res.status !== 200 || !current.some((w) => w.name === res.body.name)) {
+      stale.push(`${id}: ${res.status} ${res.body?.name ?? ''}`)
+    }
+  }
+  return stale
+}
+
+// The outage of a class, in seconds: from the first failed request to the first one that succeeded
+// after the last failed one (requests by the time they were sent); 0 when none failed.
+function outageSeconds (answers) {
+  const sorted = [...answers].sort((a, b) => a[0] - b[0])
+  const first = sorted.findIndex(([, ok]) => !ok)
+  if (first === -1) return 0
+  const last = sorted.findLastIndex(([, ok]) => !ok)
+  const back = sorted.slice(last + 1).find(([, ok]) => ok)
+  return back ? (back[0] - sorted[first][0]) / 1000 : Infinity
+}
+
+/**
+ * One phase: the load, `action(primary)`, the wait until every instance is ready again (with
+ * `newPrimary`, under another primary), the accounting. `bound`: the write outage allowed in seconds
+ * (0: no request may fail at all).
+ */
+async function phase (name, { bound, newPrimary = false }, action) {
+  await healthy()
+  const primary = status().currentPrimary
+  const ids = await seededIds()
+  const before = await flowTotal()
+  const acknowledged = flows.acknowledged
+  const { load: running, updates, flowsUnknown } = load(ids, await freshRestaurants())
+  await sleep(LEAD_MS)
+  const at = Date.now()
+  let promoted = null
+  const watch = setInterval(() => {
+    runAsync('kubectl', ['get', 'cluster', CLUSTER, '-n', DATA_NS, '-o', 'jsonpath={.status.currentPrimary}'])
+      .then((now) => { if (promoted === null && now && now !== primary) promoted = (Date.now() - at) / 1000 }, () => {})
+  }, 250)
+  let detail
+  try {
+    detail = await action(primary)
+    await sleep(2000) // an instance that restarts in place goes unready first
+    await waitFor(`${name}: the cluster back`, () => {
+      const s = status()
+      return s.readyInstances === s.instances && (!newPrimary || s.currentPrimary !== primary)
+    }, { timeoutMs: 180_000, everyMs: 500 })
+    await sleep(3000) // the tail: every request of the outage answered
+  } finally {
+    clearInterval(watch)
+  }
+  const r = await running.stop()
+  const c = (k) => r.classes[k] ?? { sent: 0, failed: 0, answers: [] }
+  const outage = outageSeconds(c('write').answers)
+  const reads = outageSeconds(c('database').answers)
+  // Every acknowledged write, read back: the flows totals (and those whose outcome stayed unknown may
+  // be there too), and each updated restaurant.
+  const counted = (await flowTotal()) - before
+  const flowsAcknowledged = flows.acknowledged - acknowledged
+  const keptFlows = counted >= flowsAcknowledged && counted <= flowsAcknowledged + flowsUnknown()
+  // Those of the unknown ones the totals hold are counted from here on, as the later stages compare
+  // the totals with what was written.
+  if (keptFlows) flows.acknowledged += counted - flowsAcknowledged
+  const stale = await staleRestaurants(updates)
+  const kept = keptFlows && !stale.length
+  const updatesAcknowledged = [...updates.values()].flat().filter((w) => w.doneAt !== Infinity).length
+  failoverPhases.push([
+    name,
+    `${c('cached').sent} (${c('cached').failed})`,
+    `${c('database').sent} (${c('database').failed})`,
+    `${c('write').sent} (${c('write').failed})`,
+    outage ? `${outage.toFixed(1)} s` : '-',
+    promoted === null ? '-' : `${promoted.toFixed(1)} s`,
+    `${kept ? 'yes' : 'NO'}: ${flowsAcknowledged} flows, ${updatesAcknowledged} updates`
+  ])
+  console.error(table(COLUMNS, failoverPhases.slice(-1)))
+  const problems = []
+  if (!keptFlows) {
+    problems.push(`flows: ${counted} counted, ${flowsAcknowledged} acknowledged and ${flowsUnknown()} unknown`)
+  }
+  if (stale.length) problems.push(`restaurants read older than their last acknowledged update: ${stale.join(', ')}`)
+  if (c('cached').failed) problems.push(`${c('cached').failed} cached reads failed`)
+  if (!bound && r.failed) problems.push(`${r.failed} requests failed`)
+  if (outage > bound) problems.push(`write outage ${outage.toFixed(1)} s, over ${bound} s`)
+  if (reads > bound) problems.push(`database reads out for ${reads.toFixed(1)} s, over ${bound} s`)
+  for (const p of problems) e2e.problems.push(`${name}: ${p}`)
+  return `${name}: ${detail}`
+}
+
+/** The four phases, one after the other; their table printed. */
+export async function databaseFailover () {
+  const out = []
+  out.push(await phase('a replica deleted', { bound: 0 }, (primary) => {
+    const replica = podsOf().find((p) => p.metadata.name !== primary)
+    kubectl(['delete', 'pod', '-n', DATA_NS, replica.metadata.name, '--wait=false'])
+    return `deleted ${replica.metadata.name}`
+  }))
+  out.push(await phase('switchover (as kubectl cnpg promote)', { bound: SWITCHOVER_S, newPrimary: true }, (primary) => {
+    const target = podsOf().find((p) => p.metadata.name !== primary).metadata.name
+    // What the plugin's `promote` does: a new target primary in the status; the operator switches over.
+    kubectl(['patch', 'cluster', CLUSTER, '-n', DATA_NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({
+      status: { targetPrimary: target, targetPrimaryTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }
+    })])
+    return `${primary} to ${target}`
+  }))
+  out.push(await phase('the primary pod deleted', { bound: FAILOVER_S, newPrimary: true }, (primary) => {
+    kubectl(['delete', 'pod', '-n', DATA_NS, primary, '--wait=false'])
+    return `deleted ${primary}`
+  }))
+  out.push(await phase('the primary\'s postgres killed (SIGKILL)', { bound: FAILOVER_S }, (primary) => {
+    kubectl(['exec', '-n', DATA_NS, primary, '-c', 'postgres', '--', 'sh', '-c',
+      'kill -9 "$(head -n 1 "$PGDATA/postmaster.pid")"'])
+    return `killed the postmaster of ${primary}`
+  }))
+  await healthy()
+  console.error(table(COLUMNS, failoverPhases))
+  return out.join('; ')
+}
+export { COLUMNS as FAILOVER_COLUMNS }
