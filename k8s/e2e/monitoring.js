@@ -3,6 +3,7 @@
 // on this machine), then proven: the ServiceMonitors discovered with a target per pod, the request
 // counters equal to what was sent, every dashboard query and rule with data, the HPA scaling on
 // requests per second, an alert through Alertmanager under a real fault, and a trace with its exemplar.
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -23,13 +24,38 @@ const OBSERVABILITY = 'observability'
 const proxied = (ns, service, path) => JSON.parse(
   kubectl(['get', '--raw', `/api/v1/namespaces/${ns}/services/${service}/proxy${path}`]).stdout
 )
+
+// Prometheus through `kubectl port-forward`, as its users reach it: its NetworkPolicy
+// (k8s/kube-prometheus-stack.yaml) admits no API server proxy, which where policies are enforced
+// reaches only the pods of its own node. One forward for the run, made again if it ended (the pod moved).
+let forward = null
+function prometheusUrl () {
+  if (forward && forward.child.exitCode === null) return forward.url
+  const child = spawn('kubectl', ['port-forward', '-n', MONITORING, 'svc/kube-prometheus-stack-prometheus', ':9090'],
+    { stdio: ['ignore', 'pipe', 'pipe'] })
+  process.once('exit', () => child.kill())
+  const url = new Promise((resolve, reject) => {
+    let out = ''
+    child.stdout.on('data', (d) => {
+      out += d
+      const port = /127\.0\.0\.1:(\d+)/.exec(out)?.[1]
+      if (!port) return
+      // Ready: from now on not what keeps the run going (it ends when its stages do).
+      for (const handle of [child, child.stdout, child.stderr]) handle.unref()
+      resolve(`http://127.0.0.1:${port}`)
+    })
+    child.stderr.on('data', (d) => { out += d })
+    child.once('exit', (code) => reject(new Error(`kubectl port-forward to Prometheus exited ${code}: ${out}`)))
+  })
+  url.catch(() => {})
+  forward = { child, url }
+  return url
+}
 export const prom = {
   api: async (path, params = {}) => {
-    const body = proxied(
-      MONITORING,
-      'kube-prometheus-stack-prometheus:9090',
-      `/api/v1/${path}?${new URLSearchParams(params)}`
-    )
+    const res = await fetch(`${await prometheusUrl()}/api/v1/${path}?${new URLSearchParams(params)}`,
+      { signal: AbortSignal.timeout(30_000) })
+    const body = await res.json()
     if (body.status !== 'success') throw new Error(`${body.errorType}: ${body.error}`)
     return body.data
   }

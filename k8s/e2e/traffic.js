@@ -119,10 +119,16 @@ export async function routesAll () {
   }
   return out.join('; ')
 }
-/** /metrics of each service, through the API server's Service proxy (no port-forward, any cluster). */
+// Prints a pod's own /metrics from inside it. Not through the API server's Service proxy: the API
+// server is no peer the service's NetworkPolicy admits, and where policies are enforced it reaches
+// only the pods of its own node (a node's own traffic to its pods is let through, for the probes).
+const OWN_METRICS = 'fetch(`http://127.0.0.1:${process.env.PORT}/metrics`)' +
+  '.then(async (r) => { if (!r.ok) throw new Error(`/metrics: ${r.status}`); process.stdout.write(await r.text()) })'
+
+/** /metrics of each service, read inside one of its pods (`kubectl exec`: any cluster, no port-forward). */
 export function metrics () {
   for (const s of SERVICES) {
-    const text = kubectl(['get', '--raw', `/api/v1/namespaces/${NS}/services/${fullname(s)}:http/proxy/metrics`]).stdout
+    const text = kubectl(['exec', '-n', NS, `deploy/${fullname(s)}`, '--', 'node', '-e', OWN_METRICS]).stdout
     for (const name of ['http_request_duration_seconds_count', 'pg_pool_connections', 'service_workers']) {
       if (!text.includes(name)) throw new Error(`${s} /metrics has no ${name}`)
     }
