@@ -72,9 +72,18 @@ export async function backupAndRestore () {
     '--set', `backup.image.repository=${repository}`,
     '--set-string', `backup.image.tag=${tag}`
   ]
+  // The backup's NetworkPolicy takes its DNS rule from product's networkPolicy.dns: the ports the
+  // DNS pods listen on, as this cluster runs them (the lab's values give the services theirs with
+  // extraEgress, a key the previous release knows too, and which is theirs alone).
+  const dnsPorts = [...new Set(kjson(['get', 'pods', '-n', 'kube-system', '-l', 'k8s-app=kube-dns']).items
+    .flatMap((p) => p.spec.containers.flatMap((c) => c.ports ?? []))
+    .filter((p) => p.protocol === 'UDP').map((p) => p.containerPort))]
+  const dns = dnsPorts.length ? ['--set-json', `product.networkPolicy.dns.ports=${JSON.stringify(dnsPorts)}`] : []
+  // Not --wait: a claim of a StorageClass that binds at its first consumer (local-path, most clouds'
+  // default) stays Pending until the backup's first pod, and helm would wait for it to bind.
   await runAsync('helm', [
-    'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--wait',
-    '--set', 'backup.enabled=true', ...claim, ...image
+    'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values',
+    '--set', 'backup.enabled=true', ...claim, ...image, ...dns
   ])
 
   kubectl(['create', 'job', 'backup-drill', '-n', NS, `--from=cronjob/${NAME}`])
@@ -97,6 +106,8 @@ export async function backupAndRestore () {
   c.command = [
     'sh', '-c',
     'set -eu; file=$(ls -1t /backups/suite-*.dump | head -n 1); ' +
+    // as the backup: a new pod's first connections may be refused until its NetworkPolicy admits it
+    'for i in $(seq 30); do pg_isready --dbname="$DATABASE_URL" --timeout=2 > /dev/null && break; sleep 2; done; ' +
     'pg_restore --exit-on-error --single-transaction --no-owner --dbname="$DATABASE_URL" "$file"; ' +
     'echo "restored: $file"'
   ]
