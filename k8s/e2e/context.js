@@ -1,5 +1,5 @@
 // The e2e's settings (the environment: `npm run test:e2e -- --help`) and what its stages share.
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { root } from '../../charts/test/lib.js'
 import { run } from './lib.js'
 import { SERVICES as LIST, NAMES } from '../../services/list.js'
@@ -15,7 +15,10 @@ export const INGRESS_HOST = 'ingress.suite.test'
 export const GATEWAY_HOST = 'gateway.suite.test'
 export const BUILD = env.E2E_BUILD ||
   (run('sh', ['-c', 'command -v buildah'], { ok: true }).code === 0 ? 'buildah' : 'docker')
-export const LOAD = env.E2E_IMAGE_LOAD ?? env.K8S_LAB_LOAD ?? ''
+// On the lab: into every node, its own and those k8s/lab/nodes.sh added (the lab being where its
+// K8S_LAB_LOAD says).
+if (env.K8S_LAB_LOAD && !env.K8S_LAB) env.K8S_LAB = dirname(env.K8S_LAB_LOAD.split(' ')[0])
+export const LOAD = env.E2E_IMAGE_LOAD ?? (env.K8S_LAB_LOAD ? `${join(root, 'k8s', 'lab', 'nodes.sh')} load` : '')
 export const TAG = env.E2E_TAG || `e2e-${run('git', ['-C', root, 'rev-parse', '--short', 'HEAD']).stdout.trim()}`
 export const [gatewayNs, gatewayName] = (env.E2E_GATEWAY || '').split('/')
 /** The hosts the steady load goes through: the Ingress's, and the HTTPRoute's where there is a Gateway. */

@@ -4,17 +4,19 @@
 // requests that were inside that pod, nothing more: the edge sends a request whose connection is
 // refused to the other pod (charts/README.md, Retries), and every acknowledged write is counted.
 import { spawn } from 'node:child_process'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { root } from '../../charts/test/lib.js'
 import { kjson, kubectl, runAsync, steadyLoad, waitFor } from './lib.js'
 import { ADDONS, INGRESS_URL, LOAD_HOSTS, NS, SERVICES, e2e, env, fullname } from './context.js'
 import { LEAD_MS, RATE, phaseRow, phases } from './disruptions.js'
 import { flowTotal, flows, loadTargets, seededIds } from './traffic.js'
 
 // The command that kills a container on its node with SIGKILL: {id} is the container's ID (appended
-// when absent), {node} its node's name. The lab's containerd is on this machine.
-const LAB_CONTAINERD = `${env.K8S_LAB_STATE || '/tmp/k8s-lab'}/run/containerd/containerd.sock`
+// when absent), {node} its node's name. The lab's nodes' containerds are on this machine (its own
+// and those k8s/lab/nodes.sh adds).
 const KILL = env.E2E_CONTAINER_KILL ??
-  (ADDONS === 'lab' ? `ctr --address ${LAB_CONTAINERD} -n k8s.io tasks kill -s SIGKILL {id}` : '')
+  (ADDONS === 'lab' ? `bash ${join(root, 'k8s', 'lab', 'nodes.sh')} ctr {node} tasks kill -s SIGKILL {id}` : '')
 const DEATH_MS = 100 // from the kill command's return to the process gone and its sockets closed, at most
 
 // Children of 32 MiB each, one every 150 ms, inside the victim's container: each stays smaller than

@@ -22,18 +22,19 @@ const COLUMNS = [
   'phase', 'cached reads (failed)', 'database reads (failed)', 'writes (failed)', 'write outage', 'new primary after',
   'acknowledged writes kept'
 ]
-// The bounds of a write outage, in seconds: a failover's, a switchover's. A switchover's is the
-// failover's: after the promotion the operator takes seconds to move the -rw Service's label, which
-// the standbys (whose commits the new primary waits for) and the services both connect through
+// The bounds of a write outage, in seconds: a failover's, a switchover's. CloudNativePG's own e2e
+// promotes within 10 s; the outage adds the operator's move of the -rw Service's label (seconds after
+// the promotion), which the standbys (whose commits the new primary waits for) and the services both
+// connect through, and on the lab three nodes share two CPUs
 // (docs/decisions/0017-cloudnative-pg-for-failover.md).
-const FAILOVER_S = 10
-const SWITCHOVER_S = 10
+export const FAILOVER_S = 15
+export const SWITCHOVER_S = 15
 export const failoverPhases = []
 
-const status = () => kjson(['get', 'cluster', CLUSTER, '-n', DATA_NS]).status
-const podsOf = () => kjson(['get', 'pods', '-n', DATA_NS, '-l', `cnpg.io/cluster=${CLUSTER}`]).items
+export const status = () => kjson(['get', 'cluster', CLUSTER, '-n', DATA_NS]).status
+export const podsOf = () => kjson(['get', 'pods', '-n', DATA_NS, '-l', `cnpg.io/cluster=${CLUSTER}`]).items
   .filter((p) => !p.metadata.deletionTimestamp)
-async function healthy () {
+export async function healthy () {
   await waitFor('the database cluster healthy, every instance ready', () => {
     const s = status()
     return s.readyInstances === s.instances && s.currentPrimary === s.targetPrimary && /healthy/i.test(s.phase ?? '')
@@ -115,23 +116,30 @@ async function staleRestaurants (updates) {
   return stale
 }
 
-// The outage of a class, in seconds: from the first failed request to the first one that succeeded
-// after the last failed one (requests by the time they were sent); 0 when none failed.
-function outageSeconds (answers) {
+// The outage of a class: from the first failed request to the first one that succeeded after the
+// last failed one (requests by the time they were sent), as { from, to } (ms) or null when none failed.
+function outage (answers) {
   const sorted = [...answers].sort((a, b) => a[0] - b[0])
   const first = sorted.findIndex(([, ok]) => !ok)
-  if (first === -1) return 0
+  if (first === -1) return null
   const last = sorted.findLastIndex(([, ok]) => !ok)
   const back = sorted.slice(last + 1).find(([, ok]) => ok)
-  return back ? (back[0] - sorted[first][0]) / 1000 : Infinity
+  return { from: sorted[first][0], to: back ? back[0] : Infinity }
+}
+// The same, in seconds; 0 when none failed.
+export function outageSeconds (answers) {
+  const o = outage(answers)
+  return o ? (o.to - o.from) / 1000 : 0
 }
 
 /**
- * One phase: the load, `action(primary)`, the wait until every instance is ready again (with
- * `newPrimary`, under another primary), the accounting. `bound`: the write outage allowed in seconds
- * (0: no request may fail at all).
+ * One phase: the load, `action(primary)`, then `settle(primary)` (by default: every instance ready
+ * again, with `newPrimary` under another primary), the accounting. `bound`: the write outage allowed
+ * in seconds (0: no request may fail at all); `cachedMayFail`: cached reads are the caller's to
+ * judge. Its row joins the table; resolves to { text, classes (the answers by class), at (when the
+ * action began) }.
  */
-async function phase (name, { bound, newPrimary = false }, action) {
+export async function phase (name, { bound, newPrimary = false, settle, cachedMayFail = false }, action) {
   await healthy()
   const primary = status().currentPrimary
   const ids = await seededIds()
@@ -148,11 +156,14 @@ async function phase (name, { bound, newPrimary = false }, action) {
   let detail
   try {
     detail = await action(primary)
-    await sleep(2000) // an instance that restarts in place goes unready first
-    await waitFor(`${name}: the cluster back`, () => {
-      const s = status()
-      return s.readyInstances === s.instances && (!newPrimary || s.currentPrimary !== primary)
-    }, { timeoutMs: 180_000, everyMs: 500 })
+    if (settle) await settle(primary)
+    else {
+      await sleep(2000) // an instance that restarts in place goes unready first
+      await waitFor(`${name}: the cluster back`, () => {
+        const s = status()
+        return s.readyInstances === s.instances && (!newPrimary || s.currentPrimary !== primary)
+      }, { timeoutMs: 180_000, everyMs: 500 })
+    }
     await sleep(3000) // the tail: every request of the outage answered
   } finally {
     clearInterval(watch)
@@ -182,44 +193,55 @@ async function phase (name, { bound, newPrimary = false }, action) {
     `${kept ? 'yes' : 'NO'}: ${flowsAcknowledged} flows, ${updatesAcknowledged} updates`
   ])
   console.error(table(COLUMNS, failoverPhases.slice(-1)))
+  if (r.failed) console.error(`${name}: ${Object.entries(r.failures).map(([k, n]) => `${k}: ${n}`).join(', ')}`)
   const problems = []
   if (!keptFlows) {
     problems.push(`flows: ${counted} counted, ${flowsAcknowledged} acknowledged and ${flowsUnknown()} unknown`)
   }
   if (stale.length) problems.push(`restaurants read older than their last acknowledged update: ${stale.join(', ')}`)
-  if (c('cached').failed) problems.push(`${c('cached').failed} cached reads failed`)
+  // A cached read reaches the database only when its entry is missing (expired: CACHE_TTL_SECONDS),
+  // so it may fail while writes do, never outside that.
+  const writesOut = outage(c('write').answers)
+  const cachedOutside = c('cached').answers.filter(([at, ok]) => !ok &&
+    !(writesOut && at >= writesOut.from - 1000 && at <= writesOut.to + 1000)).length
+  if (cachedOutside && !cachedMayFail) problems.push(`${cachedOutside} cached reads failed while writes did not`)
   if (!bound && r.failed) problems.push(`${r.failed} requests failed`)
   if (outage > bound) problems.push(`write outage ${outage.toFixed(1)} s, over ${bound} s`)
   if (reads > bound) problems.push(`database reads out for ${reads.toFixed(1)} s, over ${bound} s`)
   for (const p of problems) e2e.problems.push(`${name}: ${p}`)
-  return `${name}: ${detail}`
+  return { text: `${name}: ${detail}`, classes: r.classes, at }
 }
 
 /** The four phases, one after the other; their table printed. */
+/** What `kubectl cnpg promote` does: a new target primary in the status; the operator switches over. */
+export function switchoverTo (target) {
+  kubectl(['patch', 'cluster', CLUSTER, '-n', DATA_NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({
+    status: { targetPrimary: target, targetPrimaryTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }
+  })])
+}
+
 export async function databaseFailover () {
   const out = []
-  out.push(await phase('a replica deleted', { bound: 0 }, (primary) => {
+  out.push((await phase('a replica deleted', { bound: 0 }, (primary) => {
     const replica = podsOf().find((p) => p.metadata.name !== primary)
     kubectl(['delete', 'pod', '-n', DATA_NS, replica.metadata.name, '--wait=false'])
     return `deleted ${replica.metadata.name}`
-  }))
-  out.push(await phase('switchover (as kubectl cnpg promote)', { bound: SWITCHOVER_S, newPrimary: true }, (primary) => {
+  })).text)
+  const switchover = { bound: SWITCHOVER_S, newPrimary: true }
+  out.push((await phase('switchover (as kubectl cnpg promote)', switchover, (primary) => {
     const target = podsOf().find((p) => p.metadata.name !== primary).metadata.name
-    // What the plugin's `promote` does: a new target primary in the status; the operator switches over.
-    kubectl(['patch', 'cluster', CLUSTER, '-n', DATA_NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({
-      status: { targetPrimary: target, targetPrimaryTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }
-    })])
+    switchoverTo(target)
     return `${primary} to ${target}`
-  }))
-  out.push(await phase('the primary pod deleted', { bound: FAILOVER_S, newPrimary: true }, (primary) => {
+  })).text)
+  out.push((await phase('the primary pod deleted', { bound: FAILOVER_S, newPrimary: true }, (primary) => {
     kubectl(['delete', 'pod', '-n', DATA_NS, primary, '--wait=false'])
     return `deleted ${primary}`
-  }))
-  out.push(await phase('the primary\'s postgres killed (SIGKILL)', { bound: FAILOVER_S }, (primary) => {
+  })).text)
+  out.push((await phase('the primary\'s postgres killed (SIGKILL)', { bound: FAILOVER_S }, (primary) => {
     kubectl(['exec', '-n', DATA_NS, primary, '-c', 'postgres', '--', 'sh', '-c',
       'kill -9 "$(head -n 1 "$PGDATA/postmaster.pid")"'])
     return `killed the postmaster of ${primary}`
-  }))
+  })).text)
   await healthy()
   console.error(table(COLUMNS, failoverPhases))
   return out.join('; ')

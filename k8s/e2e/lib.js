@@ -77,16 +77,17 @@ export function http (base, { host, method = 'GET', path, json, headers = {}, ti
  * `match` accepts. stop() resolves to { sent, ok, failed, failures: {kind: n}, resent, unresolved,
  * p99Ms, classes } once the requests in flight are in; unresolved: resent writes whose outcome stayed
  * unknown (the target's onGiveUp() is called for each); classes: for the targets with a `klass`, { sent,
- * ok, failed, answers: [[sentAt, ok]…] }.
+ * ok, failed, answers: [[sentAt, ok, byService]…] } (byService: a failure the service itself answered,
+ * as a JSON error; not one of the way to it: no answer at all, or the proxy's own 502/503/504).
  */
 export function steadyLoad (base, { rate, targets }) {
   const result = { sent: 0, ok: 0, failed: 0, failures: {}, resent: 0, unresolved: 0, durations: [], classes: {} }
-  const counted = (target, ok, at) => {
+  const counted = (target, ok, at, byService = ok) => {
     if (!target.klass) return
     const c = result.classes[target.klass] ??= { sent: 0, ok: 0, failed: 0, answers: [] }
     c.sent++
     c[ok ? 'ok' : 'failed']++
-    c.answers.push([at, ok])
+    c.answers.push([at, ok, byService])
   }
   const inFlight = new Map() // a request on the wire -> its target
   const pending = new Set() // a request and the resends it may still need
@@ -112,7 +113,7 @@ export function steadyLoad (base, { rate, targets }) {
         target.onOk?.(res)
         return
       }
-      counted(target, false, at)
+      counted(target, false, at, typeof res.body === 'object' && res.body !== null)
       const excerpt = typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)
       fail(`${res.status} ${what(target)} (${excerpt})`)
       if (res.status < 500) return // the request's own fault: sending it again changes nothing

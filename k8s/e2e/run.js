@@ -28,6 +28,7 @@ import { crashes } from './crashes.js'
 import { FAILOVER_COLUMNS, databaseFailover, failoverPhases } from './failover.js'
 import { POLICY_COLUMNS, networkPolicies, policyRows } from './policies.js'
 import { CHART_DATABASE_NS, chartDatabase } from './chart-database.js'
+import { drain, nodeBack, nodeLost, severalNodes, spread } from './nodes.js'
 import { devLoop, ociCharts } from './devloop.js'
 import { releases, upgradePath } from './release.js'
 import { RESTORED_NS, backupAndRestore } from './backup.js'
@@ -45,7 +46,9 @@ Installs the suite on the cluster of KUBECONFIG and checks it end to end. Settin
   INGRESS_URL          where this machine reaches the ingress controller (required), e.g. http://127.0.0.1:30080
   E2E_IMAGE_LOAD       command that loads an image archive into the cluster's nodes; the archive's path is
                        appended (kind: "kind load image-archive --name suite", k3d: "k3d image import -c suite",
-                       the lab: "$K8S_LAB_LOAD", which is the default). Empty with E2E_BUILD=none: images are there
+                       the lab: "k8s/lab/nodes.sh load", into each of its nodes, the default where K8S_LAB_LOAD is
+                       set). Empty with E2E_BUILD=none: images are there
+  E2E_CONTROL_NODE     the node never drained nor lost (the lab's own, k8s-node: its control plane and Traefik)
   E2E_BUILD            buildah (default when installed) | docker | none (images already built and loaded)
   E2E_TAG              tag of the images (default: e2e-<commit>; without a registry, the image upgrade uses <tag>-b)
   E2E_NODE_IMAGE       base image of services/Dockerfile (its NODE_IMAGE build argument)
@@ -152,6 +155,12 @@ try {
   await stage('crashes under load: SIGKILL and OOM', crashes)
   if (DATABASE === 'cloudnative-pg') {
     await stage('the database under load: a replica, a switchover, the primary deleted and killed', databaseFailover)
+  }
+  if (severalNodes()) {
+    await stage('several nodes: the pods and the database\'s instances spread', spread)
+    await stage('a node drained under load (the primary\'s)', drain)
+    await stage('a node lost under load (the primary\'s), without warning', nodeLost)
+    await stage('the lost node back', nodeBack)
   }
   await stage('TestRuns', testRuns)
   await stage('backup, and its restore into a fresh database', backupAndRestore)

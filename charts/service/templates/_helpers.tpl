@@ -251,7 +251,15 @@ nodeSelector:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.tolerations }}
+{{- $tolerations := .Values.tolerations }}
+{{- $seconds := .Values.nodeLoss.tolerationSeconds }}
+{{- if and .server (not (kindIs "invalid" $seconds)) }}
+{{- /* A server pod on a node that stopped answering is evicted after this long, and replaced. */}}
+{{- range list "node.kubernetes.io/not-ready" "node.kubernetes.io/unreachable" }}
+{{- $tolerations = append $tolerations (dict "key" . "operator" "Exists" "effect" "NoExecute" "tolerationSeconds" (int $seconds)) }}
+{{- end }}
+{{- end }}
+{{- with $tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}

@@ -1,0 +1,228 @@
+// The suite on several nodes (on the lab: k8s/lab/nodes.sh): where its pods and the database's
+// instances landed (checked, not assumed); a node drained, a node lost without a word to the API
+// server, the node back. Each under failover.js's load (cached reads, database reads, durable writes
+// through the Ingress), on the node of the database's primary, never on the lab's own node (the
+// control plane and Traefik): the figures go to the failover table, the times to the stage's result.
+import { setTimeout as sleep } from 'node:timers/promises'
+import { join } from 'node:path'
+import { root } from '../../charts/test/lib.js'
+import { kjson, kubectl, runAsync, waitFor } from './lib.js'
+import { DATABASE, NS, RELEASE, SERVICES, e2e, env, fullname } from './context.js'
+import { healthy, phase, podsOf, status, switchoverTo } from './failover.js'
+
+const NODES = join(root, 'k8s', 'lab', 'nodes.sh')
+const ZONE = 'topology.kubernetes.io/zone'
+// The lab's own node: the control plane and CoreDNS; a lost one would be the whole cluster.
+const CONTROL_NODE = env.E2E_CONTROL_NODE || 'k8s-node'
+// The ingress controller's namespace: the lab's Traefik (as kind's, k8s/install-addons.sh) is one
+// replica, and the load comes through it, so its node is not the one drained or lost either.
+const INGRESS_NS = 'traefik'
+// The load's request timeout: a request sent before the endpoints moved may fail up to this late.
+const REQUEST_TIMEOUT_S = 10
+// A lost node's primary: the database fails over within this many seconds of the node found lost.
+// More than a deleted primary's (FAILOVER_S): the operator's status requests to an instance that no
+// longer answers wait for their timeout before it promotes another.
+const NODE_FAILOVER_S = 40
+
+const nodes = () => kjson(['get', 'nodes']).items
+const ready = (node) => node.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True')
+const serverPods = (s) => kjson([
+  'get', 'pods', '-n', NS, '-l', `app.kubernetes.io/name=${s},app.kubernetes.io/component=server`
+]).items.filter((p) => !p.metadata.deletionTimestamp)
+const isReady = (p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+const seconds = (from, to = Date.now()) => `${((to - from) / 1000).toFixed(1)} s`
+
+/** Whether this cluster has nodes to drain and lose: several, and a database to fail over. */
+export function severalNodes () {
+  if (nodes().length > 1 && DATABASE === 'cloudnative-pg') return true
+  e2e.notes.push('several nodes: one node here (or no CloudNativePG), so no spread, drain or node loss ' +
+    '(k8s/lab/nodes.sh add)')
+  return false
+}
+
+/**
+ * Each service's pods on as many nodes and zones as they can be; the database's instances on distinct
+ * nodes. Product's autoscaler first goes back to the chart's 2 replicas at least (the HPA phase had
+ * it at 1): a single replica is down while it is evicted, whatever the node.
+ */
+export async function spread () {
+  await runAsync('helm', [
+    'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--wait', '--set', 'product.autoscaling.minReplicas=2'
+  ])
+  await waitFor('product at 2 ready replicas', () => serverPods('product').filter(isReady).length >= 2,
+    { timeoutMs: 120_000, everyMs: 1000 })
+  const zoneOf = Object.fromEntries(nodes().map((n) => [n.metadata.name, n.metadata.labels[ZONE] ?? '-']))
+  const count = Object.keys(zoneOf).length
+  const zones = new Set(Object.values(zoneOf)).size
+  const seen = []
+  const check = (what, placed) => {
+    const onNodes = new Set(placed).size
+    const inZones = new Set(placed.map((n) => zoneOf[n])).size
+    seen.push(`${what} ${placed.length} on ${onNodes} nodes, ${inZones} zones`)
+    if (onNodes < Math.min(placed.length, count) || inZones < Math.min(placed.length, zones)) {
+      e2e.problems.push(`spread: ${what}: ${placed.length} pods on ${placed.join(', ')}`)
+    }
+  }
+  for (const s of SERVICES) check(s, serverPods(s).map((p) => p.spec.nodeName))
+  check('the database', podsOf().map((p) => p.spec.nodeName))
+  return `${count} nodes in ${zones} zones: ${seen.join('; ')}`
+}
+
+/**
+ * The primary's node, made one with neither the control plane nor the ingress controller first (a
+ * switchover, outside any measured phase).
+ */
+async function primaryNode () {
+  await healthy()
+  const nodeOf = (pod) => podsOf().find((p) => p.metadata.name === pod).spec.nodeName
+  const spared = new Set([CONTROL_NODE, ...kjson(['get', 'pods', '-n', INGRESS_NS]).items.map((p) => p.spec.nodeName)])
+  let primary = status().currentPrimary
+  if (spared.has(nodeOf(primary))) {
+    const target = podsOf().find((p) => !spared.has(p.spec.nodeName))?.metadata.name
+    if (!target) throw new Error(`no database instance on a node other than ${[...spared].join(', ')}`)
+    switchoverTo(target)
+    await waitFor('the primary on an added node', () => status().currentPrimary === target, { timeoutMs: 120_000 })
+    await healthy()
+    primary = target
+  }
+  return nodeOf(primary)
+}
+
+/** The release's PodDisruptionBudgets, sampled: none ever below its healthy floor. */
+function budgets () {
+  const breaches = new Set()
+  const sample = () => runAsync('kubectl', ['get', 'pdb', '-n', NS, '-o', 'json'])
+    .then((out) => {
+      for (const pdb of JSON.parse(out).items) {
+        if ((pdb.status.currentHealthy ?? 0) < (pdb.status.desiredHealthy ?? 0)) breaches.add(pdb.metadata.name)
+      }
+    }, () => {})
+  const timer = setInterval(sample, 500)
+  return { stop: () => { clearInterval(timer); return [...breaches] } }
+}
+
+// A drain's bound on the write outage, in seconds: its switchover, while the node's other pods start
+// elsewhere on the same CPUs (k8s/README.md#several-nodes-a-drain-and-a-lost-node).
+const DRAIN_S = 30
+
+/**
+ * `kubectl drain` of the primary's node under load: every eviction through the budgets, the primary
+ * switched over before its node empties (the operator does it once the node is cordoned), the
+ * outage within DRAIN_S; then the node uncordoned and the database whole again.
+ */
+export async function drain () {
+  const node = await primaryNode()
+  const onNode = SERVICES.flatMap((s) => serverPods(s)).filter((p) => p.spec.nodeName === node).length
+  let drained, watch, switchedAt, waited
+  const started = Date.now()
+  const r = await phase(`${node} drained (kubectl drain)`, {
+    bound: DRAIN_S,
+    newPrimary: true,
+    settle: async (primary) => {
+      // Each eviction a budget refused (the database's primary's, until its switchover) is retried.
+      waited = ((await drained).match(/violate the pod's disruption budget/g) ?? []).length
+      switchedAt = Date.now()
+      // Its own instance cannot leave (a local volume): it waits for the node, the others serve.
+      await waitFor('a new primary, the other instances ready', () => {
+        const s = status()
+        return s.currentPrimary !== primary && s.readyInstances >= s.instances - 1
+      }, { timeoutMs: 180_000, everyMs: 500 })
+    }
+  }, () => {
+    watch = budgets()
+    drained = runAsync('kubectl', ['drain', node, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=5m'])
+    return `${onNode} suite pods and the primary on ${node}`
+  })
+  const breaches = watch.stop()
+  if (breaches.length) e2e.problems.push(`drain: below their budget: ${breaches.join(', ')}`)
+  const failedReads = `${r.classes.cached?.failed ?? 0} cached and ${r.classes.database?.failed ?? 0} database`
+  const drainTook = seconds(started, switchedAt)
+  kubectl(['uncordon', node])
+  await healthy()
+  return `${r.text}; drained in ${drainTook} (${waited} evictions held back by a budget), ${failedReads} reads ` +
+    `failed, the release's budgets ${breaches.length ? `broken: ${breaches.join(', ')}` : 'kept'}; uncordoned, ` +
+    'the database whole again ' +
+    `${seconds(started)} after the drain began`
+}
+
+let lost = null // the node lost, for nodeBack()
+
+/**
+ * The primary's node lost at once (nodes.sh lose: its daemons and pods SIGKILLed, its network cut),
+ * under load. Requests may fail only until the endpoints leave the dead pods (the node NotReady, its
+ * pods unready) and a request timeout after; writes come back within the database's failover bound
+ * after that detection; the pods run elsewhere once evicted (the chart's nodeLoss.tolerationSeconds).
+ */
+export async function nodeLost () {
+  const node = await primaryNode()
+  const marks = {}
+  const r = await phase(`${node} lost (no warning)`, {
+    bound: Infinity, // judged below, against the detection time measured
+    newPrimary: true,
+    cachedMayFail: true,
+    settle: async (primary) => {
+      await waitFor(`${node} NotReady`, () => !ready(nodes().find((n) => n.metadata.name === node)),
+        { timeoutMs: 180_000, everyMs: 500 })
+      marks.notReady = Date.now()
+      await waitFor('no endpoint left on the lost node', () => kjson([
+        'get', 'endpointslices', '-n', NS, '-l', 'app.kubernetes.io/component=server'
+      ]).items.flatMap((e) => e.endpoints ?? []).every((e) => e.nodeName !== node || !e.conditions?.ready),
+      { timeoutMs: 120_000, everyMs: 500 })
+      marks.endpointsGone = Date.now()
+      await waitFor('a new primary', () => status().currentPrimary !== primary, { timeoutMs: 180_000, everyMs: 500 })
+      marks.newPrimary = Date.now()
+      await waitFor('every service\'s pods ready elsewhere', () => SERVICES.every((s) => {
+        const live = serverPods(s).filter((p) => p.spec.nodeName !== node && isReady(p))
+        const want = kjson(['get', 'deployment', '-n', NS, fullname(s)]).spec.replicas
+        return live.length >= want
+      }), { timeoutMs: 300_000, everyMs: 1000 })
+      marks.rescheduled = Date.now()
+    }
+  }, async () => {
+    marks.lost = Date.now()
+    await runAsync('bash', [NODES, 'lose', node])
+    return `${node} gone with its pods and the primary`
+  })
+  lost = node
+  const detection = (marks.notReady - marks.lost) / 1000
+  const answers = Object.values(r.classes).flatMap((c) => c.answers)
+  // The requests that met the dead pods (no answer, or the proxy's own): the database's outage is the
+  // other failures', judged by when the writes came back.
+  const deadPods = answers.filter(([, ok, byService]) => !ok && !byService).map(([at]) => at)
+  const lastDeadPod = deadPods.length ? Math.max(...deadPods) : null
+  const writes = (r.classes.write?.answers ?? []).sort((a, b) => a[0] - b[0])
+  const lastWriteFailure = writes.filter(([, ok]) => !ok).map(([at]) => at).pop()
+  const writesBack = lastWriteFailure ? writes.find(([at, ok]) => ok && at > lastWriteFailure)?.[0] : marks.lost
+  // The bounds: requests meet the dead pods only when sent before the endpoints left them (and a
+  // request timeout after, for one already on its way); writes back within the failover bound after
+  // the node was found lost.
+  const deadPodsUntil = marks.endpointsGone + REQUEST_TIMEOUT_S * 1000
+  if (lastDeadPod && lastDeadPod > deadPodsUntil) {
+    e2e.problems.push(`node lost: a request met a dead pod ${seconds(marks.endpointsGone, lastDeadPod)} after the ` +
+      'endpoints had left the lost node')
+  }
+  if (!writesBack || writesBack - marks.lost > (detection + NODE_FAILOVER_S) * 1000) {
+    e2e.problems.push(`node lost: writes back ${writesBack ? seconds(marks.lost, writesBack) : 'never'}, over ` +
+      `the node's detection (${detection.toFixed(1)} s) and the failover bound (${NODE_FAILOVER_S} s)`)
+  }
+  return `${r.text}; NotReady after ${seconds(marks.lost, marks.notReady)}; endpoints off it after ` +
+    `${seconds(marks.lost, marks.endpointsGone)}; requests meeting dead pods until ` +
+    `${lastDeadPod ? seconds(marks.lost, lastDeadPod) : '-'} (${deadPods.length}); new primary after ` +
+    `${seconds(marks.lost, marks.newPrimary)}; writes back after ${seconds(marks.lost, writesBack)}; every ` +
+    `service's pods ready elsewhere after ${seconds(marks.lost, marks.rescheduled)}`
+}
+
+/** The lost node back: Ready again, the database whole (its instance rejoins from its volume). */
+export async function nodeBack () {
+  if (!lost) return 'no node was lost'
+  const started = Date.now()
+  await runAsync('bash', [NODES, 'restore', lost])
+  const readyAfter = seconds(started)
+  await healthy()
+  const wholeAfter = seconds(started)
+  await sleep(5000)
+  const back = SERVICES.flatMap((s) => serverPods(s)).filter((p) => p.spec.nodeName === lost).length
+  const instance = podsOf().find((p) => p.spec.nodeName === lost)?.metadata.name ?? 'none'
+  return `${lost} Ready after ${readyAfter}; the database whole after ${wholeAfter} (its instance there: ` +
+    `${instance}); suite pods back on it: ${back} (a Deployment does not move pods back)`
+}
