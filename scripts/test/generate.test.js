@@ -61,9 +61,10 @@ test('a new version in package.json reaches every versioned file, ' +
     writeFileSync(pkg, readFileSync(pkg, 'utf8').replace(/"version": "[^"]*"/, '"version": "7.8.9"'))
     assert.throws(() => stale(copy), /CHANGELOG.md has no section "## \[7.8.9\]"/)
     const changelog = join(copy, 'CHANGELOG.md')
-    writeFileSync(changelog, readFileSync(changelog, 'utf8').replace('## [Unreleased]\n',
-      '## [Unreleased]\n\n## [7.8.9] - 2030-01-01\n\n### Fixed\n- A fix, said\n  on two lines.\n\n' +
-      '### Upgrading\n- Nothing.\n'))
+    // The new section goes where a release puts it: after [Unreleased] and whatever it holds.
+    writeFileSync(changelog, readFileSync(changelog, 'utf8').replace(/^## \[\d/m, (next) =>
+      '## [7.8.9] - 2030-01-01\n\n### Fixed\n- A fix, said\n  on two lines.\n\n' +
+      `### Upgrading\n- Nothing.\n\n${next}`))
     const changed = Object.fromEntries(stale(copy).map((f) => [f.path, f.want]))
     assert.deepEqual(Object.keys(changed).sort(), [...Object.keys(VERSION_FILES), 'charts/suite/Chart.yaml'].sort())
     const chart = parse(changed['charts/suite/Chart.yaml'])
