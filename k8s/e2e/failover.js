@@ -170,7 +170,8 @@ export async function phase (name, { bound, newPrimary = false, settle, cachedMa
   }
   const r = await running.stop()
   const c = (k) => r.classes[k] ?? { sent: 0, failed: 0, answers: [] }
-  const outage = outageSeconds(c('write').answers)
+  const writesOut = outage(c('write').answers)
+  const writeOutage = writesOut ? (writesOut.to - writesOut.from) / 1000 : 0
   const reads = outageSeconds(c('database').answers)
   // Every acknowledged write, read back: the flows totals (and those whose outcome stayed unknown may
   // be there too), and each updated restaurant.
@@ -188,7 +189,7 @@ export async function phase (name, { bound, newPrimary = false, settle, cachedMa
     `${c('cached').sent} (${c('cached').failed})`,
     `${c('database').sent} (${c('database').failed})`,
     `${c('write').sent} (${c('write').failed})`,
-    outage ? `${outage.toFixed(1)} s` : '-',
+    writeOutage ? `${writeOutage.toFixed(1)} s` : '-',
     promoted === null ? '-' : `${promoted.toFixed(1)} s`,
     `${kept ? 'yes' : 'NO'}: ${flowsAcknowledged} flows, ${updatesAcknowledged} updates`
   ])
@@ -201,18 +202,16 @@ export async function phase (name, { bound, newPrimary = false, settle, cachedMa
   if (stale.length) problems.push(`restaurants read older than their last acknowledged update: ${stale.join(', ')}`)
   // A cached read reaches the database only when its entry is missing (expired: CACHE_TTL_SECONDS),
   // so it may fail while writes do, never outside that.
-  const writesOut = outage(c('write').answers)
-  const cachedOutside = c('cached').answers.filter(([at, ok]) => !ok &&
-    !(writesOut && at >= writesOut.from - 1000 && at <= writesOut.to + 1000)).length
+  const cachedOutside = c('cached').answers.filter(([sentAt, ok]) => !ok &&
+    !(writesOut && sentAt >= writesOut.from - 1000 && sentAt <= writesOut.to + 1000)).length
   if (cachedOutside && !cachedMayFail) problems.push(`${cachedOutside} cached reads failed while writes did not`)
   if (!bound && r.failed) problems.push(`${r.failed} requests failed`)
-  if (outage > bound) problems.push(`write outage ${outage.toFixed(1)} s, over ${bound} s`)
+  if (writeOutage > bound) problems.push(`write outage ${writeOutage.toFixed(1)} s, over ${bound} s`)
   if (reads > bound) problems.push(`database reads out for ${reads.toFixed(1)} s, over ${bound} s`)
   for (const p of problems) e2e.problems.push(`${name}: ${p}`)
   return { text: `${name}: ${detail}`, classes: r.classes, at }
 }
 
-/** The four phases, one after the other; their table printed. */
 /** What `kubectl cnpg promote` does: a new target primary in the status; the operator switches over. */
 export function switchoverTo (target) {
   kubectl(['patch', 'cluster', CLUSTER, '-n', DATA_NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({
@@ -220,6 +219,7 @@ export function switchoverTo (target) {
   })])
 }
 
+/** The four phases, one after the other; their table printed. */
 export async function databaseFailover () {
   const out = []
   out.push((await phase('a replica deleted', { bound: 0 }, (primary) => {
