@@ -46,8 +46,11 @@ export function severalNodes () {
  * it at 1): a single replica is down while it is evicted, whatever the node.
  */
 export async function spread () {
+  // The crashes stage moved this field with kubectl patch, which server-side apply counts as another
+  // owner: helm takes it back.
   await runAsync('helm', [
-    'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--wait', '--set', 'product.autoscaling.minReplicas=2'
+    'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--wait', '--force-conflicts',
+    '--set', 'product.autoscaling.minReplicas=2'
   ])
   await waitFor('product at 2 ready replicas', () => serverPods('product').filter(isReady).length >= 2,
     { timeoutMs: 120_000, everyMs: 1000 })
