@@ -94,12 +94,14 @@ async function primaryNode () {
 /** The release's PodDisruptionBudgets, sampled: none ever below its healthy floor. */
 function budgets () {
   const breaches = new Set()
+  // A sample that fails (kubectl cut short or answering nothing while the node drains) is skipped.
   const sample = () => runAsync('kubectl', ['get', 'pdb', '-n', NS, '-o', 'json'])
     .then((out) => {
       for (const pdb of JSON.parse(out).items) {
         if ((pdb.status.currentHealthy ?? 0) < (pdb.status.desiredHealthy ?? 0)) breaches.add(pdb.metadata.name)
       }
-    }, () => {})
+    })
+    .catch(() => {})
   const timer = setInterval(sample, 500)
   return { stop: () => { clearInterval(timer); return [...breaches] } }
 }
