@@ -28,9 +28,14 @@ export function runAsync (cmd, args, { env, cwd } = {}) {
     child.stdout.on('data', (d) => { out += d })
     child.stderr.on('data', (d) => { out += d })
     child.on('error', reject)
-    child.on('exit', (code) => (code === 0
+    const settle = (code) => (code === 0
       ? resolve(out)
-      : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${out}`))))
+      : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${out}`)))
+    // Its output is whole once its pipes close, which may come after the exit; a daemon it started
+    // (nodes.sh) may hold them open for good, so at most a second after the exit.
+    let exited = null
+    child.on('close', (code) => { clearTimeout(exited); settle(code) })
+    child.on('exit', (code) => { exited = setTimeout(() => settle(code), 1000) })
   })
 }
 
