@@ -133,7 +133,10 @@ test('a known password is in no log line, no answer and no /metrics', { timeout:
     services.push(['product', await startService({
       entry: cli('product'),
       readyPath: '/healthz',
-      env: { ...VERBOSE, WORKERS: '1', DATABASE_URL: url(WRONG), DATABASE_PASSWORD: WRONG, REDIS_URL: redisUrl(WRONG) }
+      env: {
+        ...VERBOSE, WORKERS: '1', DATABASE_URL: url(WRONG), DATABASE_PASSWORD: WRONG, REDIS_URL: redisUrl(WRONG),
+        START_WAIT_MS: '500' // Redis refusing the password is not waited for
+      }
     })])
     for (const [name, svc] of services) await exercise(name, svc.url)
     // Redis stalled, then killed and back (without its password now: every AUTH fails).

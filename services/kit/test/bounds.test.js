@@ -128,15 +128,16 @@ test('/readyz answers from memory: ready while the pool is busy or PostgreSQL is
   } finally {
     await busy.stop()
   }
+  // Started without PostgreSQL: each listens after its START_WAIT_MS (see the start's own test).
   const none = 'postgres://postgres@127.0.0.1:1/none'
   const down = await startService({
     entry,
-    env: { DATABASE_URL: none, PG_CONNECT_TIMEOUT_MS: '200' },
+    env: { DATABASE_URL: none, PG_CONNECT_TIMEOUT_MS: '200', START_WAIT_MS: '500' },
     readyPath: '/healthz'
   })
   const strict = await startService({
     entry,
-    env: { DATABASE_URL: none, PG_CONNECT_TIMEOUT_MS: '200', READY_REQUIRES_DATABASE: 'true' },
+    env: { DATABASE_URL: none, PG_CONNECT_TIMEOUT_MS: '200', START_WAIT_MS: '500', READY_REQUIRES_DATABASE: 'true' },
     readyPath: '/healthz'
   })
   try {

@@ -1,6 +1,5 @@
 // The Redis store: reads of one event-loop turn as one MGET, writes as an atomic "set unless a newer
 // version is there", a circuit breaker around both, and the invalidations Redis missed replayed.
-import { once } from 'node:events'
 import { Redis } from 'ioredis'
 import { BYPASSED, redisAttributes } from './entries.js'
 import { nearCache } from './near-cache.js'
@@ -160,14 +159,18 @@ export function redisStore (config, log) {
     nearState: near.state,
     nearSetupFailures: near.setupFailures,
     /**
-     * Resolves to true once connected (and the near cache's sync listening), or false after `timeoutMs`
-     * (commands fail fast until then).
+     * Resolves to true once connected and the near cache's sync listening, or false: not connected
+     * within `timeoutMs` (commands fail fast until then), or not listening `nearMs` after (its set-up
+     * is retried meanwhile; writes do not wait for it).
      */
-    async connected (timeoutMs = 5000) {
-      const timer = AbortSignal.timeout(timeoutMs)
-      const ready = redis.status === 'ready' ||
-        await once(redis, 'ready', { signal: timer }).then(() => true, () => false)
-      return ready && near.listening(timer)
+    async connected (timeoutMs = 5000, nearMs = 3000) {
+      // Not events.once: it gives up on the first 'error', a refused connection that is retried.
+      const ready = redis.status === 'ready' || await new Promise((resolve) => {
+        const timer = setTimeout(() => { redis.off('ready', onReady); resolve(false) }, timeoutMs).unref()
+        const onReady = () => { clearTimeout(timer); resolve(true) }
+        redis.once('ready', onReady)
+      })
+      return ready && near.listening(AbortSignal.timeout(nearMs))
     },
     async deleteByPrefix (prefix) {
       let deleted = 0

@@ -273,6 +273,13 @@ export const baseSchema = {
         'PostgreSQL; another replica cannot invalidate it, so this bounds how stale a read can be after a write ' +
         'there'
     },
+    START_WAIT_MS: {
+      type: 'integer',
+      minimum: 0,
+      default: 20000,
+      description: 'at start, the longest a worker waits for PostgreSQL and Redis to answer before it takes ' +
+        'requests; past it, it serves without them (cached answers, 503s)'
+    },
     SHUTDOWN_DELAY_MS: {
       type: 'integer',
       minimum: 0,

@@ -1,8 +1,9 @@
 // One pg Pool per instance, whose queries are bounded in all by their timeouts, and the ways the kit
 // queries it: a prepared statement, a document built by PostgreSQL, several statements on one
 // connection.
+import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { READ_ONLY, connectionStale, connectionOptions } from './connection.js'
+import { READ_ONLY, connectionLost, connectionStale, connectionOptions } from './connection.js'
 import { childSpan } from '../telemetry/tracing.js'
 
 /**
@@ -62,14 +63,28 @@ export function createPool (config, log, applicationName) {
 const GENERATION = Symbol('pool generation')
 
 /**
- * Opens the pool's `min` connections at once, so that the first requests after a start (a new pod
- * under the autoscaler) do not each wait for one. PostgreSQL down: logged; the pool connects later.
+ * Opens the pool's `min` connections (at least one) at once, so that the first requests after a start
+ * (a new pod under the autoscaler) do not each wait for one; tried again every RETRY_MS until `signal`
+ * aborts. A new pod's first connections may be refused for seconds: the database's node has not yet
+ * put its address in its NetworkPolicy rules. PostgreSQL still away, or refusing this client: logged;
+ * the pool connects later.
+ * Resolves to whether it connected.
  */
-export async function warmPool (pool, log) {
-  const clients = await Promise.allSettled(Array.from({ length: pool.options.min }, () => pool.connect()))
-  for (const c of clients) if (c.status === 'fulfilled') c.value.release()
-  const failed = clients.find((c) => c.status === 'rejected')
-  if (failed) log.warn({ err: failed.reason.message }, 'PostgreSQL not reachable at start; connecting on demand')
+export async function warmPool (pool, log, signal = AbortSignal.timeout(0)) {
+  const RETRY_MS = 250
+  for (;;) {
+    const n = Math.max(1, pool.options.min)
+    const clients = await Promise.allSettled(Array.from({ length: n }, () => pool.connect()))
+    for (const c of clients) if (c.status === 'fulfilled') c.value.release()
+    const failed = clients.find((c) => c.status === 'rejected')
+    if (!failed) return true
+    // Refused or unanswered: tried again. PostgreSQL's own answer (a wrong password) would not change.
+    if (signal.aborted || !connectionLost(failed.reason)) {
+      log.warn({ err: failed.reason.message }, 'PostgreSQL not reachable at start; connecting on demand')
+      return false
+    }
+    await sleep(RETRY_MS, undefined, { signal }).catch(() => {})
+  }
 }
 
 /**

@@ -11,8 +11,6 @@ import { buildApp } from '../http/app.js'
 import { trackConnections } from '../http/drain.js'
 import { databaseStateOf } from './database-probe.js'
 
-const REDIS_WAIT_MS = 3000
-
 /**
  * @param {object} deps
  * @param {object} deps.service  the service definition
@@ -64,10 +62,13 @@ export async function createInstance ({ service, id, reusePort, pretty, config, 
       invalidate: ({ key, version }) => cache.applyInvalidation(key, version)
     },
     async listen () {
-      // A worker takes requests once its near cache listens for the other writers' syncs and its own
-      // writes' acknowledgements (near-cache.js): before, each write it answered would wait the sync's
-      // bound. Redis away or slow: it listens without, after REDIS_WAIT_MS.
-      await Promise.all([warmPool(pool, log), cache.connected(REDIS_WAIT_MS)])
+      // A worker takes requests once PostgreSQL and Redis answer it, and its near cache listens for the
+      // other writers' syncs and its own writes' acknowledgements (near-cache.js). A new pod is refused
+      // by both for seconds, until their nodes have its address in their NetworkPolicy rules: a worker
+      // serving meanwhile would answer 503s, reads from PostgreSQL alone, and writes that wait the
+      // sync's bound. Still away after START_WAIT_MS (an outage): it listens without them.
+      const waited = AbortSignal.timeout(config.START_WAIT_MS)
+      await Promise.all([warmPool(pool, log, waited), cache.connected(config.START_WAIT_MS)])
       const address = await app.listen({ host: config.HOST, port: config.PORT, reusePort })
       metrics.serving = true
       return address
