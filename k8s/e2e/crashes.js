@@ -10,7 +10,7 @@ import { root } from '../../charts/test/lib.js'
 import { kjson, kubectl, runAsync, steadyLoad, waitFor } from './lib.js'
 import { ADDONS, INGRESS_URL, LOAD_HOSTS, NS, SERVICES, e2e, env, fullname } from './context.js'
 import { LEAD_MS, RATE, phaseRow, phases } from './disruptions.js'
-import { flowTotal, flows, loadTargets, seededIds } from './traffic.js'
+import { flowsMark, keptSince, loadTargets, seededIds } from './traffic.js'
 
 // The command that kills a container on its node with SIGKILL: {id} is the container's ID (appended
 // when absent), {node} its node's name. The lab's nodes' containerds are on this machine (its own
@@ -141,17 +141,15 @@ export async function crashes () {
   try {
     const twoServing = () => SERVICES.every((s) => serving(s).length >= 2)
     await waitFor('two serving pods of each service', twoServing, { timeoutMs: 180_000, everyMs: 2000 })
-    const before = await flowTotal()
-    const acknowledged = flows.acknowledged
+    const mark = await flowsMark()
     const ids = await seededIds()
     const first = phases.length
     for (const fault of ['SIGKILL', 'OOM']) {
       for (const s of SERVICES) e2e.problems.push(...await crash(s, fault, ids))
     }
-    const after = await flowTotal()
-    const acked = flows.acknowledged - acknowledged
-    if (after - before !== acked) {
-      e2e.problems.push(`crashes: ${acked} flows writes acknowledged, the totals grew by ${after - before}`)
+    const { kept, acked, unknown, grew } = await keptSince(mark)
+    if (!kept) {
+      e2e.problems.push(`crashes: ${acked} flows writes acknowledged, ${unknown} unknown; the totals grew by ${grew}`)
     }
     const ours = phases.slice(first)
     return `${ours.length} crashes: ${ours.reduce((n, p) => n + p[1], 0)} requests, ` +

@@ -136,7 +136,11 @@ export function metrics () {
   return `${SERVICES.length} services expose http_request_duration_seconds, pg_pool_connections, service_workers`
 }
 /** The hour the e2e's flows writes go to (one of its own), and how many of them were acknowledged. */
-export const flows = { hour: 300_000 + Number.parseInt(randomBytes(2).toString('hex'), 16), acknowledged: 0 }
+export const flows = {
+  hour: 300_000 + Number.parseInt(randomBytes(2).toString('hex'), 16),
+  acknowledged: 0,
+  unknown: 0 // writes whose every try failed: each may or may not be in the totals
+}
 /** Ids that exist in the seeded data (the generators plant rejects, so some ids are missing). */
 export async function seededIds () {
   const products = (await http(INGRESS_URL, { host: INGRESS_HOST, path: '/products?count=50' })).body.map((p) => p.id)
@@ -170,9 +174,27 @@ export function loadTargets ({ products, restaurants, menus }, hosts = [INGRESS_
       json: [{ src_app: 'e2e-load', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }],
       headers: { 'idempotency-key': randomUUID() },
       resend: 3,
-      onOk: () => flows.acknowledged++
+      onOk: () => flows.acknowledged++,
+      onGiveUp: () => flows.unknown++
     })
   ]
+}
+
+/** Where the e2e's flows writes stand, for keptSince(). */
+export const flowsMark = async () => ({ total: await flowTotal(), acked: flows.acknowledged, unknown: flows.unknown })
+
+/**
+ * The flows writes since `mark`: kept when every acknowledged one is in the totals, beside any number
+ * of those whose every try failed (outcome unknown). Those the totals hold count as written from here
+ * on. Returns { kept, acked, unknown, grew }.
+ */
+export async function keptSince (mark) {
+  const grew = (await flowTotal()) - mark.total
+  const acked = flows.acknowledged - mark.acked
+  const unknown = flows.unknown - mark.unknown
+  const kept = grew >= acked && grew <= acked + unknown
+  if (kept) flows.acknowledged += grew - acked
+  return { kept, acked, unknown, grew }
 }
 
 export async function flowTotal () {
