@@ -7,6 +7,7 @@ import {
   INGRESS_URL, LOAD_HOSTS, NS, RELEASE, SERVICES, TAG, TAG_B, e2e, env, fullname, helmValues
 } from './context.js'
 import { flowsMark, keptSince, loadTargets, seededIds } from './traffic.js'
+import { printClues } from './clues.js'
 
 /** Each phase: [name, requests, failed, failures, p99, action took, what]. */
 export const phases = []
@@ -17,6 +18,7 @@ export const RATE = Number(env.E2E_RATE || 40)
 export const LEAD_MS = 1500
 export async function underLoad (name, ids, action) {
   const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
+  const loaded = Date.now()
   await sleep(LEAD_MS)
   const started = Date.now()
   const detail = await action()
@@ -24,6 +26,7 @@ export async function underLoad (name, ids, action) {
   await sleep(5000) // the tail: old pods finishing their drain
   const r = await load.stop()
   phaseRow(name, r, actionSeconds, detail)
+  if (r.failed) printClues(name, (Date.now() - loaded) / 1000)
   return r
 }
 

@@ -150,7 +150,7 @@ export function createWriter ({ pool, config, registry, log }) {
       if (!isUnavailable(err) && answer === err) log.error({ err }, 'flush failed, nothing of its group stored')
       else if (err.outcomeUnknown) {
         log.warn({ err: err.message }, 'connection lost during a commit: outcome unknown (504)')
-      }
+      } else if (answer === err) log.warn({ err: err.message }, 'flush failed, nothing of its group stored (503)')
       for (const r of group.requests) r.reject(answer)
       return err
     }
