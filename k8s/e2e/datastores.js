@@ -111,7 +111,7 @@ export function datastores ({ passwords, postgresImage, redisImage, clients = []
           exec: { command: ['sh', '-c', 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli ping | grep -q PONG'] },
           periodSeconds: 2
         },
-        resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '160Mi' } }
+        resources: { requests: { cpu: '150m', memory: '64Mi' }, limits: { memory: '160Mi' } } // see cluster()
       }
     }),
     service('redis', 6379),
@@ -180,7 +180,10 @@ function cluster ({ instances, postgresImage, password, fromClients, labels }) {
         affinity: {
           enablePodAntiAffinity: true, topologyKey: 'kubernetes.io/hostname', podAntiAffinityType: 'preferred'
         },
-        resources: { requests: { cpu: '50m', memory: '160Mi' }, limits: { memory: '512Mi' } }
+        // More CPU weight than a starting service pod's (100m): a rollout starts several on the lab's
+        // two shared cores, and a standby starved meanwhile acknowledges commits late, while every
+        // flows write waits for that acknowledgement holding its row's lock.
+        resources: { requests: { cpu: '250m', memory: '160Mi' }, limits: { memory: '512Mi' } }
       }
     },
     {
