@@ -37,6 +37,19 @@ const usage = {
   examples: ['npm run bench:near-start', 'npm run bench:near-start -- --runs 5 --base HEAD~3']
 }
 
+const write = (service, id) => service === 'menu'
+  ? {
+      path: `/restaurants/${id}/menu`,
+      body: { dishes: [{ dishType: 'main', subType: 'bench', dish: `soup ${id}`, price: 4.5, ingredients: 'water' }] }
+    }
+  : { path: `/restaurants/${id}`, body: restaurant(id) }
+
+const percentile = (list, q) => {
+  if (!list.length) return null
+  const sorted = [...list].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
+}
+
 await runCommand('bench:near-start', usage, async (values) => {
   const runs = wholeNumber(values, 'runs', { min: 1 })
   const seconds = wholeNumber(values, 'seconds', { min: 1 })
@@ -162,19 +175,6 @@ async function writeLoad (pair, { seconds, rate }) {
   }
   await Promise.all(sends)
   return { failed, ...Object.fromEntries(WRITES.map((s) => [s, latencies[s]])) }
-}
-
-const write = (service, id) => service === 'menu'
-  ? {
-      path: `/restaurants/${id}/menu`,
-      body: { dishes: [{ dishType: 'main', subType: 'bench', dish: `soup ${id}`, price: 4.5, ingredients: 'water' }] }
-    }
-  : { path: `/restaurants/${id}`, body: restaurant(id) }
-
-const percentile = (list, q) => {
-  if (!list.length) return null
-  const sorted = [...list].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
 }
 
 function report (rows, { runs, seconds, rate }) {
