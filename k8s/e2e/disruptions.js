@@ -16,7 +16,15 @@ export const PHASE_COLUMNS = ['phase', 'requests', 'failed', 'failures', 'p99', 
 export const RATE = Number(env.E2E_RATE || 40)
 // The load alone before a phase's action: every route's requests flowing (at RATE, 60 of them).
 export const LEAD_MS = 1500
-export async function underLoad (name, ids, action) {
+// Failed requests a phase allows, by its row: see underLoad's `excused`.
+const excusedIn = new Map()
+
+/**
+ * `action` under steady load over `ids`, as a row of the report. `excused` ({ test(kind), why, share }):
+ * failures of the kinds `test` accepts, up to `share` of the phase's requests, do not fail the run; the
+ * row says how many there were and why they are allowed.
+ */
+export async function underLoad (name, ids, action, { excused } = {}) {
   const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
   const loaded = Date.now()
   await sleep(LEAD_MS)
@@ -25,7 +33,12 @@ export async function underLoad (name, ids, action) {
   const actionSeconds = ((Date.now() - started) / 1000).toFixed(1)
   await sleep(5000) // the tail: old pods finishing their drain
   const r = await load.stop()
-  phaseRow(name, r, actionSeconds, detail)
+  const row = phaseRow(name, r, actionSeconds, detail)
+  const allowed = Object.entries(r.failures).filter(([kind]) => excused?.test(kind)).reduce((n, [, v]) => n + v, 0)
+  if (allowed && allowed <= excused.share * r.sent) {
+    excusedIn.set(row, allowed)
+    row[6] += `; ${allowed} failed as allowed: ${excused.why}`
+  }
   if (r.failed) printClues(name, (Date.now() - loaded) / 1000)
   return r
 }
@@ -33,7 +46,9 @@ export async function underLoad (name, ids, action) {
 /** A phase's row of the report (PHASE_COLUMNS): `r` is its load's result, `seconds` its action's. */
 export function phaseRow (name, r, seconds, detail) {
   const failures = Object.entries(r.failures).map(([k, v]) => `${k}: ${v}`).join(', ') || '-'
-  phases.push([name, r.sent, r.failed, failures, `${r.p99Ms} ms`, `${seconds} s`, detail])
+  const row = [name, r.sent, r.failed, failures, `${r.p99Ms} ms`, `${seconds} s`, detail]
+  phases.push(row)
+  return row
 }
 
 export function rolloutStatus () {
@@ -54,10 +69,11 @@ export async function phasesUnderLoad (during, run) {
     throw new Error(`flows: ${acked} writes acknowledged ${during} and ${unknown} unknown, ${grew} in the totals`)
   }
   const mine = phases.slice(first)
-  const failed = mine.reduce((s, p) => s + p[2], 0)
+  const failed = mine.reduce((s, p) => s + p[2] - (excusedIn.get(p) ?? 0), 0)
   console.error(table(PHASE_COLUMNS, mine))
   if (failed) e2e.problems.push(`${failed} failed requests ${during}`)
-  return `${mine.map((p) => `${p[0]}: ${p[1]} requests, ${p[2]} failed`).join('; ')}; ` +
+  const allowed = (p) => (excusedIn.has(p) ? ` (${excusedIn.get(p)} allowed)` : '')
+  return `${mine.map((p) => `${p[0]}: ${p[1]} requests, ${p[2]} failed${allowed(p)}`).join('; ')}; ` +
     `${acked} acknowledged flows writes all counted`
 }
 
