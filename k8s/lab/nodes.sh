@@ -227,9 +227,9 @@ case "${1:-}" in
   restore) restore "${2:?node}" ;;
   remove) remove "${2:?node}" ;;
   down) for n in $(added); do remove "$n"; done ;;
-  load)
-    shift; "$LAB/cluster.sh" load "$@"
-    pids=(); for n in $(added); do
+  load) # into every node at once: an import waits on the disk as much as it computes
+    shift; "$LAB/cluster.sh" load "$@" & pids=($!)
+    for n in $(added); do
       pid_running "$NODES/$n/run/containerd.pid" || continue
       import_all "$n" "$@" & pids+=($!)
     done
