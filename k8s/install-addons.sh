@@ -4,19 +4,20 @@
 #                                                         traefik/traefik) and the suite's Ingress of class
 #                                                         nginx, through its ingress-nginx provider
 #      or, with --ingress-nginx, ingress-nginx (namespace ingress-nginx), retired upstream in March 2026
-#   2. kube-prometheus-stack   (namespace monitoring)     Prometheus (reachable only from Grafana,
+#   2. registry                (namespace registry)       optional (--registry): an OCI registry on
+#                                                         NodePort 30500 for the skaffold dev loop and
+#                                                         the charts (k8s/registry.yaml); early, so
+#                                                         pushes can begin while the rest installs
+#   3. kube-prometheus-stack   (namespace monitoring)     Prometheus (reachable only from Grafana,
 #                                                         prometheus-adapter and k6 runners), Grafana
 #                                                         with the dashboard sidecar
-#   3. k6-operator             (namespace k6-operator-system) with --loadtest: runs the load tests'
+#   4. k6-operator             (namespace k6-operator-system) with --loadtest: runs the load tests'
 #                                                         TestRuns; and only then Prometheus takes
 #                                                         remote writes (k8s/loadtest/*.yaml)
 #      and Jaeger              (namespace observability)  the trace backend (k8s/jaeger.yaml): OTLP in,
 #                                                         Grafana's Jaeger data source
-#   4. metrics-server          (namespace kube-system)    CPU metrics for the HPAs
-#   5. prometheus-adapter      (namespace monitoring)     optional (--with-adapter): the RPS metric
-#   6. registry                (namespace registry)       optional (--registry): an OCI registry on
-#                                                         NodePort 30500 for the skaffold dev loop and
-#                                                         the charts (k8s/registry.yaml)
+#   5. metrics-server          (namespace kube-system)    CPU metrics for the HPAs
+#   6. prometheus-adapter      (namespace monitoring)     optional (--with-adapter): the RPS metric
 #   7. cloudnative-pg 1.30.0   (namespace cnpg-system)    optional (--cloudnative-pg): the operator of
 #                                                         global.database=cloudnative-pg, from its
 #                                                         release manifest
@@ -102,6 +103,17 @@ else
   install traefik traefik/traefik 39.0.9 traefik
   kubectl apply -f ingressclass-nginx.yaml
 fi
+if $registry; then
+  echo "add-ons: registry (crane v0.22.1)" >&2
+  kubectl create namespace registry --dry-run=client -o yaml | kubectl apply -f -
+  kubectl label namespace registry pod-security.kubernetes.io/enforce=restricted --overwrite
+  if $lab; then
+    sed 's#gcr.io/go-containerregistry/crane:#localhost/crane:#' registry.yaml | kubectl apply -n registry -f -
+  else
+    kubectl apply -n registry -f registry.yaml
+  fi
+  kubectl rollout status -n registry deploy/registry --timeout=3m
+fi
 # Pod Security "restricted" for the monitoring stack where its pods meet it: all of them but
 # node-exporter (host network, PID and paths), which the lab leaves out; elsewhere only warned about.
 kubectl create namespace monitoring --dry-run=client -o yaml | kubectl apply -f -
@@ -124,17 +136,6 @@ if ! $lab; then
 fi
 if $adapter; then
   install prometheus-adapter prometheus-community/prometheus-adapter 5.3.0 monitoring
-fi
-if $registry; then
-  echo "add-ons: registry (crane v0.22.1)" >&2
-  kubectl create namespace registry --dry-run=client -o yaml | kubectl apply -f -
-  kubectl label namespace registry pod-security.kubernetes.io/enforce=restricted --overwrite
-  if $lab; then
-    sed 's#gcr.io/go-containerregistry/crane:#localhost/crane:#' registry.yaml | kubectl apply -n registry -f -
-  else
-    kubectl apply -n registry -f registry.yaml
-  fi
-  kubectl rollout status -n registry deploy/registry --timeout=3m
 fi
 if $cnpg; then
   echo "add-ons: cloudnative-pg 1.30.0" >&2

@@ -11,7 +11,9 @@ import { root } from '../../charts/test/lib.js'
 export const CHART_DATABASE_NS = `${NS}-cnpg`
 const RELEASE = 'suite-cnpg'
 
+/** Run once the datastores' Redis is ready (e2e.redis), beside their database's start. */
 export async function chartDatabase () {
+  await e2e.redis
   const started = Date.now()
   const ns = CHART_DATABASE_NS
   kubectl(['delete', 'ns', ns, '--ignore-not-found', '--wait=true', '--timeout=180s'])

@@ -118,6 +118,7 @@ export function helmValues (extra = [], { released = false } = {}) {
 export const e2e = {
   chartDir: null, // charts/suite with its dependencies (install.js: chart())
   releases: null, // { previous, current }: { version, chart (verified archive), images } (release.js)
+  redis: null, // resolves once the datastores' Redis is ready (install.js: namespaces())
   notes: [], // what this cluster could not show
   problems: [] // failures found by a stage that lets the run go on; the run fails at the end
 }

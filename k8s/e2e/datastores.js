@@ -9,14 +9,18 @@ import { kubectl, runAsync } from './lib.js'
 /** The CloudNativePG Cluster of the datastores (cloudnativePg options): its Services are postgres-rw… */
 export const CLUSTER = 'postgres'
 
-/** datastores() applied in the namespace `ns`, and waited for until both are ready. */
-export async function startDatastores (ns, options) {
+/**
+ * datastores() applied in the namespace `ns`, and waited for until both are ready. With a CloudNativePG
+ * Cluster, `onRedis()` is called once Redis is ready, before the Cluster is.
+ */
+export async function startDatastores (ns, options, onRedis = () => {}) {
   kubectl(['apply', '-n', ns, '-f', '-'], {
     input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: datastores(options) })
   })
   // Waited for without blocking: the image builds may run meanwhile.
   if (options.cloudnativePg) {
     await runAsync('kubectl', ['rollout', 'status', '-n', ns, 'deploy/redis', '--timeout=180s'])
+    onRedis()
     await runAsync('kubectl', ['wait', '-n', ns, `cluster/${CLUSTER}`, '--for=condition=Ready', '--timeout=600s'])
   } else {
     await runAsync('kubectl', ['rollout', 'status', '-n', ns, 'deploy/postgres', 'deploy/redis', '--timeout=180s'])

@@ -162,7 +162,11 @@ function releaseGone () {
     .map((o) => `${o.kind}/${o.metadata.name}`)
 }
 
-export async function devLoop () {
+// What devRun() leaves for devEdits(): the tree copy skaffold runs in, and the README's recipe.
+let dev = null
+
+/** `skaffold run` of README.md's lab recipe in a copy of the tree, and every route through the Ingress. */
+export async function devRun () {
   if (!DEV_REGISTRY) {
     e2e.notes.push('skaffold: no E2E_DEV_REGISTRY for this cluster, so the dev loop was not run')
     return 'skipped: no E2E_DEV_REGISTRY'
@@ -170,19 +174,35 @@ export async function devLoop () {
   const recipe = readmeRecipe()
   const dir = treeCopy()
   try {
-    let started = Date.now()
+    const started = Date.now()
     await runAsync('skaffold', ['run', ...recipe.run], { cwd: dir, env: skaffoldEnv() })
     const runSeconds = (Date.now() - started) / 1000
     await served(DEV_HOST)
     const checks = await routes(DEV_HOST)
+    dev = { dir, recipe }
+    return `skaffold run ${recipe.run.join(' ')}: ${runSeconds.toFixed(0)} s (buildah, pushed, helm test), ` +
+      `${checks} route checks through the Ingress`
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true })
+    throw err
+  }
+}
 
-    started = Date.now()
-    const dev = skaffoldDev(dir, recipe.dev)
+/**
+ * After devRun(): `skaffold dev`, a synced and a rebuilt edit timed from save to answer, then
+ * `skaffold delete`, nothing left.
+ */
+export async function devEdits () {
+  if (!dev) return 'skipped: no skaffold run'
+  const { dir, recipe } = dev
+  try {
+    const started = Date.now()
+    const session = skaffoldDev(dir, recipe.dev)
     let synced, rebuilt, devSeconds
     try {
       const port = await waitFor(
         'skaffold dev: deployed, product forwarded, watching',
-        () => /Watching for changes/.test(dev.log()) && dev.port('product'),
+        () => /Watching for changes/.test(session.log()) && session.port('product'),
         { timeoutMs: 600_000, everyMs: 1000 }
       )
       devSeconds = (Date.now() - started) / 1000
@@ -202,14 +222,14 @@ export async function devLoop () {
         'services/product/package.json',
         (t) => t.replace(/"version": "[^"]+"/, `"version": "${version}"`),
         'the new package version on the forwarded port (a rebuilt image)',
-        async () => (await docs(dev.port('product')).catch(() => ({}))).version === version,
+        async () => (await docs(session.port('product')).catch(() => ({}))).version === version,
         300
       )
     } catch (err) {
-      console.error(dev.log().slice(-5000))
+      console.error(session.log().slice(-5000))
       throw err
     } finally {
-      await dev.stop()
+      await session.stop()
     }
     await runAsync('skaffold', ['delete', ...recipe.delete], { cwd: dir, env: skaffoldEnv() })
     const left = await waitFor(
@@ -223,13 +243,12 @@ export async function devLoop () {
     if (rebuilt > 90) {
       e2e.problems.push(`skaffold dev: a rebuild took ${rebuilt.toFixed(0)} s to answer (target 90 s)`)
     }
-    return `skaffold run ${recipe.run.join(' ')}: ${runSeconds.toFixed(0)} s (buildah, pushed, helm test), ` +
-      `${checks} route checks through the Ingress; ` +
-      `skaffold dev: up in ${devSeconds.toFixed(0)} s, ` +
+    return `skaffold dev: up in ${devSeconds.toFixed(0)} s, ` +
       `an edited .js answered on the forwarded port ${synced.toFixed(1)} s after the save (synced), ` +
       `a package.json change ${rebuilt.toFixed(0)} s after (rebuilt, redeployed); ` +
       `skaffold delete: ${left.length} objects left`
   } finally {
     rmSync(dir, { recursive: true, force: true })
+    dev = null
   }
 }

@@ -13,7 +13,7 @@ import { previousRelease } from '../../scripts/release/previous.js'
 import { releaseSteps } from '../../scripts/release/steps.js'
 import { verifyRelease } from '../../scripts/release/verify.js'
 import { artifacts } from '../../scripts/release/artifacts.js'
-import { kjson, run, runAsync } from './lib.js'
+import { http, kjson, run, runAsync, waitFor } from './lib.js'
 import { DEV_REGISTRY, LOAD_HOSTS, NS, RELEASE, e2e, env, helmValues } from './context.js'
 import { phasesUnderLoad, rolloutStatus, underLoad } from './disruptions.js'
 import { served } from './traffic.js'
@@ -34,6 +34,9 @@ export async function releases () {
     process.env.COSIGN_PASSWORD = ''
     run('cosign', ['generate-key-pair', '--output-key-prefix', join(dir, 'cosign')])
     run('git', ['-C', root, 'worktree', 'add', '--detach', worktree, previous.commit])
+    // The stage starts beside the add-ons' install, the registry's among them.
+    await waitFor(`the registry at ${DEV_REGISTRY}`, async () => (await http(`http://${DEV_REGISTRY}`, { path: '/v2/' })
+      .catch(() => ({}))).status === 200, { timeoutMs: 600_000, everyMs: 1000 })
     const made = []
     for (const [v, tree] of [[previous.version, worktree], [version, undefined]]) {
       const started = Date.now()

@@ -29,7 +29,7 @@ import { FAILOVER_COLUMNS, databaseFailover, failoverPhases } from './failover.j
 import { POLICY_COLUMNS, networkPolicies, policyRows } from './policies.js'
 import { CHART_DATABASE_NS, chartDatabase } from './chart-database.js'
 import { drain, nodeBack, nodeLost, severalNodes, spread } from './nodes.js'
-import { devLoop, ociCharts } from './devloop.js'
+import { devEdits, devRun, ociCharts } from './devloop.js'
 import { releases, upgradePath } from './release.js'
 import { RESTORED_NS, backupAndRestore } from './backup.js'
 import { ADDONS } from './context.js'
@@ -125,17 +125,24 @@ try {
   addonsInstalled?.catch(() => {})
   dataReady.catch(() => {})
   await stage('images', images)
-  await addonsInstalled
-  await dataReady
   await stage('chart with its dependencies', chart)
-  await stage('charts in the OCI registry', ociCharts)
-  await stage('bundled mode: server-side dry-run under restricted', bundledDryRun)
-  // The chart's own database installs beside the releases: one mostly waits, the other computes.
+  // The releases build and push once the registry answers, beside the rest of the add-ons and the
+  // datastores; the chart's own database installs once the datastores' Redis is ready, beside their
+  // database's instances. The builds compute, the installs mostly wait.
+  const releasesDone = stage(
+    'releases: the previous and this one, pushed, signed, verified; a tampered one refused (beside the datastores)',
+    releases
+  )
+  releasesDone.catch(() => {})
+  await addonsInstalled
   const chartDatabaseDone = DATABASE === 'cloudnative-pg'
-    ? stage('the chart\'s own CloudNativePG database (beside the releases)', chartDatabase)
+    ? stage('the chart\'s own CloudNativePG database (beside the datastores and the releases)', chartDatabase)
     : null
   chartDatabaseDone?.catch(() => {})
-  await stage('releases: the previous and this one, pushed, signed, verified; a tampered one refused', releases)
+  await dataReady
+  await stage('charts in the OCI registry', ociCharts)
+  await stage('bundled mode: server-side dry-run under restricted', bundledDryRun)
+  await releasesDone
   await chartDatabaseDone
   await stage('install', install)
   await stage('upgrade from the previous release, rollback, upgrade again, under load', upgradePath)
@@ -156,19 +163,28 @@ try {
   if (DATABASE === 'cloudnative-pg') {
     await stage('the database under load: a replica, a switchover, the primary deleted and killed', databaseFailover)
   }
-  if (severalNodes()) {
+  const several = severalNodes()
+  if (several) {
     await stage('several nodes: the pods and the database\'s instances spread', spread)
     await stage('a node drained under load (the primary\'s)', drain)
     await stage('a node lost under load (the primary\'s), without warning', nodeLost)
     await stage('the lost node back', nodeBack)
   }
   await stage('TestRuns', testRuns)
+  // On several nodes the dev loop's release fits beside the suite's: skaffold run (builds, pushes,
+  // installs) runs beside the backup, the uninstall and the reinstall, which mostly wait. On one node
+  // the dev loop runs between the uninstall and the reinstall, when the suite's release is not there.
+  // Its timed edits run alone. --keep keeps the reinstalled release.
+  const devRunDone = several
+    ? stage('the dev loop: skaffold run (beside the backup, the uninstall and the reinstall)', devRun)
+    : null
+  devRunDone?.catch(() => {})
   await stage('backup, and its restore into a fresh database', backupAndRestore)
   await stage('uninstall', uninstall)
-  // Between the uninstall and the reinstall, when the suite's release is not there: on a small node
-  // the two releases do not fit at once, and --keep keeps the reinstalled one.
-  await stage('the dev loop: skaffold run, dev (sync, rebuild), delete', devLoop)
-  await stage('reinstall', reinstall)
+  if (several) await stage('reinstall', reinstall)
+  await (devRunDone ?? stage('the dev loop: skaffold run', devRun))
+  await stage('the dev loop: skaffold dev (sync, rebuild), delete', devEdits)
+  if (!several) await stage('reinstall', reinstall)
   // The uninstall above proved that nothing is left; this one only cleans up, without waiting for
   // the pods' drain (SHUTDOWN_DELAY_MS and more, which would only add to the run).
   if (!opts.keep) {
