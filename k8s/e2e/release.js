@@ -128,7 +128,7 @@ const waitsAtStart = (commit) =>
   spawnSync('git', ['-C', root, 'grep', '-q', 'START_WAIT_MS', commit, '--', 'services/kit/src']).status === 0
 const startingAnswers = (version) => ({
   test: (kind) => /^503 .*\((service overloaded|database unavailable|the batch was not stored)/.test(kind),
-  why: `${version}'s pods take requests before their connections are admitted (no start wait), and shed them`,
+  why: `${version} has no start wait: its new pods serve before their connections are admitted`,
   share: 0.1
 })
 
