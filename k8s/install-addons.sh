@@ -108,7 +108,10 @@ if $registry; then
   kubectl create namespace registry --dry-run=client -o yaml | kubectl apply -f -
   kubectl label namespace registry pod-security.kubernetes.io/enforce=restricted --overwrite
   if $lab; then
-    sed 's#gcr.io/go-containerregistry/crane:#localhost/crane:#' registry.yaml | kubectl apply -n registry -f -
+    # On the lab's own node, which the e2e never drains nor loses: moved, the registry forgets its tags.
+    sed -e 's#gcr.io/go-containerregistry/crane:#localhost/crane:#' \
+      -e 's#^      automountServiceAccountToken: false$#&\n      nodeSelector: {kubernetes.io/hostname: k8s-node}#' \
+      registry.yaml | kubectl apply -n registry -f -
   else
     kubectl apply -n registry -f registry.yaml
   fi
