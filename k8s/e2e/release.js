@@ -122,12 +122,16 @@ async function versionsDuring (action) {
 
 // A release before the kit's start wait (START_WAIT_MS) lets a new worker take requests before PostgreSQL
 // and Redis answer it. Where the network plugin admits a new pod's connections seconds late (kube-router
-// on the lab), those pods answer their first requests with the service's own 503s. A rollback onto such a
-// release allows those, up to 1 request in 10; every acknowledged write must still be kept.
+// on the lab), those pods answer their first requests with the service's own 503s and 504s. A rollback onto
+// such a release allows those, up to 1 request in 10; every acknowledged write must still be kept.
 const waitsAtStart = (commit) =>
   spawnSync('git', ['-C', root, 'grep', '-q', 'START_WAIT_MS', commit, '--', 'services/kit/src']).status === 0
+const OWN_ANSWERS =
+  /^50[34] .*\((service overloaded|database unavailable|the batch was not stored|the database connection was lost)/
 const startingAnswers = (version) => ({
-  test: (kind) => /^503 .*\((service overloaded|database unavailable|the batch was not stored)/.test(kind),
+  // The services' own answers: shed, the database not reached, a flows write not stored (503) or
+  // whose commit's outcome is unknown (504, resent with its key).
+  test: (kind) => OWN_ANSWERS.test(kind),
   why: `${version} has no start wait: its new pods serve before their connections are admitted`,
   share: 0.1
 })
