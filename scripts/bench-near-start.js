@@ -15,6 +15,7 @@ import { Redis } from 'ioredis'
 import { PORT_OFFSETS, SERVICES } from '../services/list.js'
 import { worktree } from './bench/worktree.js'
 import { restaurant } from '../loadtests/k6/scenarios.js'
+import { summary } from '../loadtests/lib/vegeta.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const NEAR_BYTES = '33554432'
@@ -43,12 +44,6 @@ const write = (service, id) => service === 'menu'
       body: { dishes: [{ dishType: 'main', subType: 'bench', dish: `soup ${id}`, price: 4.5, ingredients: 'water' }] }
     }
   : { path: `/restaurants/${id}`, body: restaurant(id) }
-
-const percentile = (list, q) => {
-  if (!list.length) return null
-  const sorted = [...list].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
-}
 
 await runCommand('bench:near-start', usage, async (values) => {
   const runs = wholeNumber(values, 'runs', { min: 1 })
@@ -178,8 +173,11 @@ async function writeLoad (pair, { seconds, rate }) {
 }
 
 function report (rows, { runs, seconds, rate }) {
-  const ms = (v) => (v === null ? '-' : `${Math.round(v)}`)
-  const stats = (l) => `${ms(percentile(l, 0.5))} / ${ms(percentile(l, 0.99))} / ${ms(percentile(l, 1))}`
+  const ms = (v) => (v === null || Number.isNaN(v) ? '-' : `${Math.round(v)}`)
+  const stats = (l) => {
+    const { p50, p99, max } = summary(l)
+    return `${ms(p50)} / ${ms(p99)} / ${ms(max)}`
+  }
   const lines = [
     `Two instances of npm start's launcher started together, ${runs} runs; CACHE_NEAR_MAX_BYTES=${NEAR_BYTES}, ` +
     `default workers; ${rate} PUTs a second per service for ${seconds} s from the moment both listen, each on a ` +
