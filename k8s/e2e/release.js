@@ -4,7 +4,6 @@
 // install stage installs the previous release; upgradePath upgrades it to this one under load, rolls
 // back and upgrades again, with zero failed requests and every acknowledged write kept (onto a release
 // without the start wait, the 503s of its starting pods allowed: startingAnswers).
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -125,7 +124,7 @@ async function versionsDuring (action) {
 // on the lab), those pods answer their first requests with the service's own 503s and 504s. A rollback onto
 // such a release allows those, up to 1 request in 10; every acknowledged write must still be kept.
 const waitsAtStart = (commit) =>
-  spawnSync('git', ['-C', root, 'grep', '-q', 'START_WAIT_MS', commit, '--', 'services/kit/src']).status === 0
+  run('git', ['-C', root, 'grep', '-q', 'START_WAIT_MS', commit, '--', 'services/kit/src'], { ok: true }).code === 0
 const OWN_ANSWERS =
   /^50[34] .*\((service overloaded|database unavailable|the batch was not stored|the database connection was lost)/
 const startingAnswers = (version) => ({
