@@ -7,15 +7,14 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
 import { root } from '../../charts/test/lib.js'
 import { kjson, kubectl, runAsync, waitFor } from './lib.js'
-import { DATABASE, NS, RELEASE, SERVICES, e2e, env, fullname } from './context.js'
+import { CONTROL_NODE, DATABASE, NS, RELEASE, SERVICES, e2e, fullname } from './context.js'
 import { healthy, phase, podsOf, status, switchoverTo } from './failover.js'
 
 const NODES = join(root, 'k8s', 'lab', 'nodes.sh')
 const ZONE = 'topology.kubernetes.io/zone'
-// The lab's own node: the control plane and CoreDNS; a lost one would be the whole cluster.
-const CONTROL_NODE = env.E2E_CONTROL_NODE || 'k8s-node'
 // The ingress controller's namespace: the lab's Traefik (as kind's, k8s/install-addons.sh) is one
-// replica, and the load comes through it, so its node is not the one drained or lost either.
+// replica (on the lab's own node: lab-traefik.js), and the load comes through it, so its node is not
+// the one drained or lost either.
 const INGRESS_NS = 'traefik'
 // The load's request timeout: a request sent before the endpoints moved may fail up to this late.
 const REQUEST_TIMEOUT_S = 10
@@ -78,11 +77,18 @@ export async function spread () {
 async function primaryNode () {
   await healthy()
   const nodeOf = (pod) => podsOf().find((p) => p.metadata.name === pod).spec.nodeName
-  const spared = new Set([CONTROL_NODE, ...kjson(['get', 'pods', '-n', INGRESS_NS]).items.map((p) => p.spec.nodeName)])
+  // A pod evicted or finished stays listed on its node until deleted: only the live ones count.
+  const ingress = kjson(['get', 'pods', '-n', INGRESS_NS]).items
+  const live = ingress.filter((p) => !p.metadata.deletionTimestamp && !['Succeeded', 'Failed'].includes(p.status.phase))
+  const spared = new Set([CONTROL_NODE, ...live.map((p) => p.spec.nodeName)])
   let primary = status().currentPrimary
   if (spared.has(nodeOf(primary))) {
     const target = podsOf().find((p) => !spared.has(p.spec.nodeName))?.metadata.name
-    if (!target) throw new Error(`no database instance on a node other than ${[...spared].join(', ')}`)
+    if (!target) {
+      const pods = ingress.map((p) => `${p.metadata.name} on ${p.spec.nodeName}: ${p.status.phase}`)
+      throw new Error(`no database instance on a node other than ${[...spared].join(', ')} ` +
+        `(${INGRESS_NS}: ${pods.join(', ')})`)
+    }
     switchoverTo(target)
     await waitFor('the primary on an added node', () => status().currentPrimary === target, { timeoutMs: 120_000 })
     await healthy()
