@@ -7,7 +7,7 @@ import {
   INGRESS_URL, LOAD_HOSTS, NS, RELEASE, SERVICES, TAG, TAG_B, e2e, env, fullname, helmValues
 } from './context.js'
 import { flowsMark, keptSince, loadTargets, seededIds } from './traffic.js'
-import { printClues } from './clues.js'
+import { followServerLogs, printClues } from './clues.js'
 
 /** Each phase: [name, requests, failed, failures, p99, action took, what]. */
 export const phases = []
@@ -25,6 +25,7 @@ const excusedIn = new Map()
  * row says how many there were and why they are allowed.
  */
 export async function underLoad (name, ids, action, { excused } = {}) {
+  const followed = followServerLogs()
   const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
   const loaded = Date.now()
   await sleep(LEAD_MS)
@@ -33,13 +34,14 @@ export async function underLoad (name, ids, action, { excused } = {}) {
   const actionSeconds = ((Date.now() - started) / 1000).toFixed(1)
   await sleep(5000) // the tail: old pods finishing their drain
   const r = await load.stop()
+  const logged = followed.stop()
   const row = phaseRow(name, r, actionSeconds, detail)
   const allowed = Object.entries(r.failures).filter(([kind]) => excused?.test(kind)).reduce((n, [, v]) => n + v, 0)
   if (allowed && allowed <= excused.share * r.sent) {
     excusedIn.set(row, allowed)
     row[6] += `; ${allowed} failed as allowed: ${excused.why}`
   }
-  if (r.failed) printClues(name, (Date.now() - loaded) / 1000)
+  if (r.failed) printClues(name, (Date.now() - loaded) / 1000, logged)
   return r
 }
 
