@@ -133,7 +133,8 @@ const statusesOnly = (failures, allowed) => Object.keys(failures).every((k) => a
 
 const faults = {
   async 'postgres-killed' () {
-    console.log('\n10 PostgreSQL killed with commits in flight (flows, 2 workers, 100 POST/s, resent with their key)')
+    console.log('\npostgres-killed: PostgreSQL killed with commits in flight ' +
+      '(flows, 2 workers, 100 POST/s, resent with their key)')
     const server = await startPostgres()
     const url = await database(server, 'flows')
     const svc = await start('flows', { DATABASE_URL: url, WORKERS: '2' })
@@ -167,7 +168,8 @@ const faults = {
   },
 
   async 'postgres-frozen' () {
-    console.log('\n11 PostgreSQL frozen 5 s (SIGSTOP): product reads without cache (100/s) and flows writes (50/s)')
+    console.log('\npostgres-frozen: PostgreSQL frozen 5 s (SIGSTOP): product reads without cache (100/s) ' +
+      'and flows writes (50/s)')
     const server = await startPostgres()
     const product = await start('product', {
       DATABASE_URL: await database(server, 'product', PRODUCT_SEED),
@@ -209,7 +211,7 @@ const faults = {
   },
 
   async 'postgres-down' () {
-    console.log('\n12 PostgreSQL killed and down 20 s under writes (flows, 2 workers, 100 POST/s)')
+    console.log('\npostgres-down: PostgreSQL killed and down 20 s under writes (flows, 2 workers, 100 POST/s)')
     const server = await startPostgres()
     const url = await database(server, 'flows')
     const svc = await start('flows', { DATABASE_URL: url, WORKERS: '2' })
@@ -241,7 +243,7 @@ const faults = {
   },
 
   async 'redis-frozen' () {
-    console.log('\n13 Redis frozen: product reads, 32 connections as fast as they go, 6 s each, ' +
+    console.log('\nredis-frozen: Redis frozen: product reads, 32 connections as fast as they go, 6 s each, ' +
       'against the same service without a cache')
     const server = await startPostgres()
     const redis = await startRedis()
@@ -298,7 +300,7 @@ const faults = {
   async 'replicas-never-stale' () {
     for (const withRedis of [false, true]) {
       const replicas = withRedis ? 'sharing a Redis frozen from 3 s to 7 s' : 'without Redis'
-      console.log(`\n14 profile, 2 replicas ${replicas}: writes on one (PATCH in turn on 10 ids), ` +
+      console.log(`\nreplicas-never-stale: profile, 2 replicas ${replicas}: writes on one (PATCH in turn on 10 ids), ` +
         'reads on the other (100/s)')
       const server = await startPostgres()
       const redis = withRedis ? await startRedis() : null
@@ -371,7 +373,7 @@ const faults = {
   },
 
   async 'sigterm-keep-alive' () {
-    console.log('\n15 SIGTERM to one of 2 product replicas under keep-alive load (200/s), ' +
+    console.log('\nsigterm-keep-alive: SIGTERM to one of 2 product replicas under keep-alive load (200/s), ' +
       'SHUTDOWN_DELAY_MS default (0)')
     const server = await startPostgres()
     const redis = await startRedis()
