@@ -42,7 +42,10 @@ export function runAsync (cmd, args, { env, cwd } = {}) {
 export const kubectl = (args, opts) => run('kubectl', args, opts)
 export const kjson = (args) => JSON.parse(kubectl([...args, '-o', 'json']).stdout)
 
-const agent = new Agent({ keepAlive: true, maxSockets: 64 })
+// An idle connection is closed after 30 s, long before the proxy's own idle timeout (Traefik's 180 s)
+// can close it just as a request is sent on it (ECONNRESET): the sockets a burst opened would otherwise
+// sit in the pool unused and all expire at once, under the next burst.
+const agent = new Agent({ keepAlive: true, maxSockets: 64, timeout: 30_000 })
 
 /**
  * One HTTP request to `base` (the ingress) with a Host header; resolves to { status, headers, body }
