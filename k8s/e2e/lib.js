@@ -82,14 +82,17 @@ export function http (base, { host, method = 'GET', path, json, headers = {}, ti
  * Every answer outside `expect` and every network error is a failure, counted by kind. A target with
  * `resend: n` (a write with its Idempotency-Key) is sent again after a failure, as its client would,
  * up to n times; each failed try counts. inFlight(match) counts the requests under way whose target
- * `match` accepts. stop() resolves to { sent, ok, failed, failures: {kind: n}, resent, unresolved,
- * p99Ms, classes } once the requests in flight are in; unresolved: resent writes whose outcome stayed
- * unknown (the target's onGiveUp() is called for each); classes: for the targets with a `klass`, { sent,
- * ok, failed, answers: [[sentAt, ok, byService]…] } (byService: a failure the service itself answered,
- * as a JSON error; not one of the way to it: no answer at all, or the proxy's own 502/503/504).
+ * `match` accepts. stop() resolves to { sent, ok, failed, failures: {kind: n}, failedBy: {service: n},
+ * resent, unresolved, p99Ms, classes } once the requests in flight are in; unresolved: resent writes
+ * whose outcome stayed unknown (the target's onGiveUp() is called for each); classes: for the targets
+ * with a `klass`, { sent, ok, failed, answers: [[sentAt, ok, byService]…] } (byService: a failure the
+ * service itself answered, as a JSON error; not one of the way to it: no answer at all, or the proxy's
+ * own 502/503/504).
  */
 export function steadyLoad (base, { rate, targets }) {
-  const result = { sent: 0, ok: 0, failed: 0, failures: {}, resent: 0, unresolved: 0, durations: [], classes: {} }
+  const result = {
+    sent: 0, ok: 0, failed: 0, failures: {}, failedBy: {}, resent: 0, unresolved: 0, durations: [], classes: {}
+  }
   const counted = (target, ok, at, byService = ok) => {
     if (!target.klass) return
     const c = result.classes[target.klass] ??= { sent: 0, ok: 0, failed: 0, answers: [] }
@@ -99,9 +102,10 @@ export function steadyLoad (base, { rate, targets }) {
   }
   const inFlight = new Map() // a request on the wire -> its target
   const pending = new Set() // a request and the resends it may still need
-  const fail = (kind) => {
+  const fail = (kind, target) => {
     result.failed++
     result.failures[kind] = (result.failures[kind] ?? 0) + 1
+    if (target.service) result.failedBy[target.service] = (result.failedBy[target.service] ?? 0) + 1
   }
   const what = (target) => {
     const via = target.host ? ` via ${target.host}` : ''
@@ -123,12 +127,12 @@ export function steadyLoad (base, { rate, targets }) {
       }
       counted(target, false, at, typeof res.body === 'object' && res.body !== null)
       const excerpt = typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)
-      fail(`${res.status} ${what(target)} (${excerpt})`)
+      fail(`${res.status} ${what(target)} (${excerpt})`, target)
       if (res.status < 500) return // the request's own fault: sending it again changes nothing
       return again(target, resends)
     }, (err) => {
       counted(target, false, at)
-      fail(`${err.code ?? err.message} ${what(target)}`)
+      fail(`${err.code ?? err.message} ${what(target)}`, target)
       return again(target, resends)
     })
     pending.add(p)
