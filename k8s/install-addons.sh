@@ -144,10 +144,14 @@ if $cnpg; then
   echo "add-ons: cloudnative-pg 1.30.0" >&2
   release=https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v1.30.0/cnpg-1.30.0.yaml
   if $lab; then
-    # The release manifest the Go module holds, its images the ones built on the machine.
+    # The release manifest the Go module holds, its images the ones built on the machine; the operator
+    # on the lab's own node, which the e2e never loses: a lost node that holds the operator holds up the
+    # database's failover until the operator runs elsewhere (k8s/README.md, Several nodes).
     dir=$(go mod download -json github.com/cloudnative-pg/cloudnative-pg@v1.30.0 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
     sed -e 's#ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0#localhost/cloudnative-pg:1.30.0#' \
-      -e 's#imagePullPolicy: Always#imagePullPolicy: IfNotPresent#' "$dir/releases/cnpg-1.30.0.yaml" |
+      -e 's#imagePullPolicy: Always#imagePullPolicy: IfNotPresent#' \
+      -e 's#^      serviceAccountName: cnpg-manager$#&\n      nodeSelector: {kubernetes.io/hostname: k8s-node}#' \
+      "$dir/releases/cnpg-1.30.0.yaml" |
       kubectl apply --server-side --force-conflicts -f - >/dev/null
   else
     kubectl apply --server-side --force-conflicts -f "$release" >/dev/null

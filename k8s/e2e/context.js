@@ -13,7 +13,8 @@ export const REGISTRY = env.E2E_REGISTRY || 'localhost'
 export const INGRESS_URL = env.INGRESS_URL
 export const INGRESS_HOST = 'ingress.suite.test'
 export const GATEWAY_HOST = 'gateway.suite.test'
-// The lab's own node: the control plane, CoreDNS, Traefik and the registry; never drained nor lost.
+// The lab's own node: the control plane, CoreDNS, Traefik, the registry and CloudNativePG's operator;
+// never drained nor lost.
 export const CONTROL_NODE = env.E2E_CONTROL_NODE || 'k8s-node'
 export const BUILD = env.E2E_BUILD ||
   (run('sh', ['-c', 'command -v buildah'], { ok: true }).code === 0 ? 'buildah' : 'docker')

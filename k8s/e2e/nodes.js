@@ -181,6 +181,11 @@ export async function nodeLost () {
       { timeoutMs: 120_000, everyMs: 500 })
       marks.endpointsGone = Date.now()
       await waitFor('a new primary', () => status().currentPrimary !== primary, { timeoutMs: 180_000, everyMs: 500 })
+        .catch((err) => { // what the operator said, and where it ran
+          const operator = kjson(['get', 'pods', '-n', 'cnpg-system']).items.map((p) => `${p.metadata.name} on ` +
+            `${p.spec.nodeName}`)
+          throw new Error(`${err.message} (the Cluster: ${status().phase}; the operator: ${operator.join(', ')})`)
+        })
       marks.newPrimary = Date.now()
       await waitFor('every service\'s pods ready elsewhere', () => SERVICES.every((s) => {
         const live = serverPods(s).filter((p) => p.spec.nodeName !== node && isReady(p))
