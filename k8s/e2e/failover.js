@@ -12,6 +12,7 @@ import { kjson, kubectl, runAsync, steadyLoad, table, waitFor, http } from './li
 import { DATA_NS, INGRESS_HOST, INGRESS_URL, e2e } from './context.js'
 import { CLUSTER } from './datastores.js'
 import { flowTotal, flows, seededIds } from './traffic.js'
+import { printClues } from './clues.js'
 import { restaurant } from '../../loadtests/k6/scenarios.js'
 
 const RATE = 60
@@ -209,6 +210,7 @@ export async function phase (name, { bound, newPrimary = false, settle, cachedMa
   if (writeOutage > bound) problems.push(`write outage ${writeOutage.toFixed(1)} s, over ${bound} s`)
   if (reads > bound) problems.push(`database reads out for ${reads.toFixed(1)} s, over ${bound} s`)
   for (const p of problems) e2e.problems.push(`${name}: ${p}`)
+  if (problems.length) printClues(name, (Date.now() - at) / 1000 + LEAD_MS / 1000)
   return { text: `${name}: ${detail}`, classes: r.classes, at }
 }
 
