@@ -25,11 +25,15 @@ export function followServerLogs () {
   return { stop: () => { child.kill(); return text } }
 }
 
+// A line as kubectl's --prefix gives it: [pod/<pod>/<container>] <what it logged>.
+const LINE = /^\[pod\/([^/\]]+)\/[^\]]+\] (.*)$/
+const podOfLine = (line) => LINE.exec(line)?.[1]
+
 /** The JSON lines of `text` (kubectl's --prefix) that `pick(entry, pod)` names, counted by that name. */
 function counted (text, pick) {
   const counts = new Map()
   for (const line of text.split('\n')) {
-    const m = /^\[pod\/([^/\]]+)\/[^\]]+\] (\{.*)$/.exec(line)
+    const m = LINE.exec(line)
     if (!m) continue
     let entry
     try { entry = JSON.parse(m[2]) } catch { continue }
@@ -49,8 +53,8 @@ const podOf = (pod) => pod.replace(/-[a-z0-9]+-[a-z0-9]+$/, '') // its Deploymen
 export function printClues (name, seconds, followed = '') {
   try {
     const since = `${Math.ceil(seconds)}s`
-    const seen = new Set([...followed.matchAll(/^\[pod\/([^/\]]+)\//gm)].map((m) => m[1]))
-    const started = logs(NS, SERVER, since).split('\n').filter((l) => !seen.has(/^\[pod\/([^/\]]+)\//.exec(l)?.[1]))
+    const seen = new Set(followed.split('\n').map(podOfLine))
+    const started = logs(NS, SERVER, since).split('\n').filter((l) => !seen.has(podOfLine(l)))
     const now = new Set(kubectl(['get', 'pods', '-n', NS, '-l', SERVER, '-o', 'name']).stdout.split('\n')
       .map((n) => n.replace('pod/', '')))
     const server = counted(`${followed}\n${started.join('\n')}`, (e, pod) => e.level >= 40 &&
