@@ -64,6 +64,9 @@ while [ $# -gt 0 ]; do
   shift
 done
 
+# On the lab: the nodeSelector of what stays on its own node, which the e2e never drains nor loses.
+on_lab_node='nodeSelector: {kubernetes.io/hostname: k8s-node}'
+
 # name, repository URL
 repo() { helm repo add "$1" "$2" --force-update >/dev/null; }
 if [ -z "$charts" ]; then
@@ -110,7 +113,7 @@ if $registry; then
   if $lab; then
     # On the lab's own node, which the e2e never drains nor loses: moved, the registry forgets its tags.
     sed -e 's#gcr.io/go-containerregistry/crane:#localhost/crane:#' \
-      -e 's#^      automountServiceAccountToken: false$#&\n      nodeSelector: {kubernetes.io/hostname: k8s-node}#' \
+      -e "s#^      automountServiceAccountToken: false\$#&\\n      $on_lab_node#" \
       registry.yaml | kubectl apply -n registry -f -
   else
     kubectl apply -n registry -f registry.yaml
@@ -150,7 +153,7 @@ if $cnpg; then
     dir=$(go mod download -json github.com/cloudnative-pg/cloudnative-pg@v1.30.0 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
     sed -e 's#ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0#localhost/cloudnative-pg:1.30.0#' \
       -e 's#imagePullPolicy: Always#imagePullPolicy: IfNotPresent#' \
-      -e 's#^      serviceAccountName: cnpg-manager$#&\n      nodeSelector: {kubernetes.io/hostname: k8s-node}#' \
+      -e "s#^      serviceAccountName: cnpg-manager\$#&\\n      $on_lab_node#" \
       "$dir/releases/cnpg-1.30.0.yaml" |
       kubectl apply --server-side --force-conflicts -f - >/dev/null
   else
