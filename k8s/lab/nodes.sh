@@ -102,6 +102,13 @@ cgroups() { # create|remove name
       # a v1 cpuset starts empty: the machine's CPUs and memory nodes
       [ -f "$h/cpuset.cpus" ] && [ ! -s "$h/$2/cpuset.cpus" ] && cat "$h/cpuset.cpus" > "$h/$2/cpuset.cpus" &&
         cat "$h/cpuset.mems" > "$h/$2/cpuset.mems"
+      # Its pods weigh for the CPUs what the lab's own node's weigh (its kubelet's kubepods: 2048 shares
+      # for 2 CPUs). A new cgroup's default (1024) is one thread's: a node's pods together would count
+      # as one busy thread of the control plane, a kubelet or the e2e, and stall for a second at a time
+      # whenever those are busy (a drain, a failover, pods starting).
+      for f in cpu.shares cpu.weight; do
+        if [ -f "$h/kubepods/$f" ] && [ -f "$h/$2/$f" ]; then cat "$h/kubepods/$f" > "$h/$2/$f"; fi
+      done
     else
       [ -d "$h/$2" ] && find "$h/$2" -depth -type d -exec rmdir {} \; 2>/dev/null || true
     fi
