@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { root } from '../../charts/test/lib.js'
-import { kjson, kubectl, runAsync, steadyLoad, waitFor } from './lib.js'
+import { api, apiItems, kubectl, runAsync, steadyLoad, waitFor } from './lib.js'
 import { ADDONS, INGRESS_URL, LOAD_HOSTS, NS, SERVICES, e2e, env, fullname } from './context.js'
 import { LEAD_MS, RATE, phaseRow, phases } from './disruptions.js'
 import { flowsMark, keptSince, loadTargets, seededIds } from './traffic.js'
@@ -31,9 +31,9 @@ setInterval(() => { if (++n > 40) process.exit(3); ` +
   `{ stdio: 'ignore' }) }, 150)
 setTimeout(() => process.exit(4), 10000)"`
 
-const serving = (service) => kjson([
-  'get', 'pods', '-n', NS, '-l', `app.kubernetes.io/name=${service},app.kubernetes.io/component=server`
-]).items.filter((p) => !p.metadata.deletionTimestamp && p.status.containerStatuses?.[0]?.ready)
+const serving = async (service) => (await apiItems(`/api/v1/namespaces/${NS}/pods`,
+  `app.kubernetes.io/name=${service},app.kubernetes.io/component=server`))
+  .filter((p) => !p.metadata.deletionTimestamp && p.status.containerStatuses?.[0]?.ready)
 
 /** The victim's endpoint in its Service, watched: when (Date.now()) it stopped being ready, and when it was again. */
 function watchEndpoint (service, ip) {
@@ -76,8 +76,8 @@ async function oom (pod) {
  * Each service is judged on its own: its failed requests at most those it had on the wire at the crash.
  */
 async function crash (fault, ids) {
-  const victims = SERVICES.map((service) => {
-    const pods = serving(service)
+  const victims = await Promise.all(SERVICES.map(async (service) => {
+    const pods = await serving(service)
     if (pods.length < 2) {
       throw new Error(`${service}: ${pods.length} serving pod(s); a crash needs another pod to fail over to`)
     }
@@ -89,7 +89,7 @@ async function crash (fault, ids) {
       endpoint: watchEndpoint(service, pod.status.podIP),
       inFlight: 0
     }
-  })
+  }))
   const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
   await sleep(LEAD_MS)
   const start = Date.now()
@@ -111,10 +111,7 @@ async function crash (fault, ids) {
   try {
     await Promise.all(victims.map((v) => waitFor(`${v.service}: ${v.pod.metadata.name} restarted and ready`,
       async () => {
-        // Not kjson: a blocking call would hold the load (and the watch's clock) back meanwhile.
-        v.last = JSON.parse(
-          await runAsync('kubectl', ['get', 'pod', '-n', NS, v.pod.metadata.name, '-o', 'json'])
-        ).status.containerStatuses[0]
+        v.last = (await api(`/api/v1/namespaces/${NS}/pods/${v.pod.metadata.name}`)).status.containerStatuses[0]
         return v.last.restartCount > v.restarts && v.last.ready && v.endpoint.times.back !== undefined
       }, { timeoutMs: 120_000, everyMs: 500 })))
   } finally {
@@ -154,7 +151,7 @@ export async function crashes () {
   const hpa = fullname('product')
   kubectl(['patch', 'hpa', '-n', NS, hpa, '--type', 'merge', '-p', '{"spec":{"minReplicas":2}}'])
   try {
-    const twoServing = () => SERVICES.every((s) => serving(s).length >= 2)
+    const twoServing = async () => (await Promise.all(SERVICES.map(serving))).every((pods) => pods.length >= 2)
     await waitFor('two serving pods of each service', twoServing, { timeoutMs: 180_000, everyMs: 2000 })
     const mark = await flowsMark()
     const ids = await seededIds()

@@ -53,8 +53,11 @@ export function phaseRow (name, r, seconds, detail) {
   return row
 }
 
-export function rolloutStatus () {
-  for (const s of SERVICES) kubectl(['rollout', 'status', '-n', NS, `deploy/${fullname(s)}`, '--timeout=300s'])
+/** Every service's Deployment rolled out; the load flows meanwhile. */
+export async function rolloutStatus () {
+  await Promise.all(SERVICES.map((s) => runAsync('kubectl', [
+    'rollout', 'status', '-n', NS, `deploy/${fullname(s)}`, '--timeout=300s'
+  ])))
 }
 
 /**
@@ -88,7 +91,7 @@ export const disruptions = () => phasesUnderLoad('during the disruptions', async
         'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--wait', '--timeout', '10m',
         ...helmValues(SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${TAG_B}`]))
       ])
-      rolloutStatus()
+      await rolloutStatus()
       return `to ${TAG_B}`
     })
   }
@@ -100,7 +103,7 @@ export const disruptions = () => phasesUnderLoad('during the disruptions', async
         ...SERVICES.flatMap((s) => ['--set', `${s}.image.tag=${tag}`, '--set', `${s}.config.LOG_LEVEL=warn`])
       ])
     ])
-    rolloutStatus()
+    await rolloutStatus()
     return `LOG_LEVEL=warn, ${tag}`
   })
   await underLoad('pod deleted (each service with 2 replicas)', ids, async () => {
@@ -114,7 +117,7 @@ export const disruptions = () => phasesUnderLoad('during the disruptions', async
       deleted.push(s)
     }
     await sleep(2000)
-    rolloutStatus()
+    await rolloutStatus()
     return deleted.join(', ')
   })
 })

@@ -8,7 +8,7 @@
 // outcome is unknown), through the services and their caches.
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { kjson, kubectl, runAsync, steadyLoad, table, waitFor, http } from './lib.js'
+import { api, apiItems, kubectl, steadyLoad, table, waitFor, http } from './lib.js'
 import { DATA_NS, INGRESS_HOST, INGRESS_URL, e2e } from './context.js'
 import { CLUSTER } from './datastores.js'
 import { flowTotal, flows, seededIds } from './traffic.js'
@@ -32,12 +32,13 @@ export const FAILOVER_S = 15
 export const SWITCHOVER_S = 15
 export const failoverPhases = []
 
-export const status = () => kjson(['get', 'cluster', CLUSTER, '-n', DATA_NS]).status
-export const podsOf = () => kjson(['get', 'pods', '-n', DATA_NS, '-l', `cnpg.io/cluster=${CLUSTER}`]).items
+export const status = async () =>
+  (await api(`/apis/postgresql.cnpg.io/v1/namespaces/${DATA_NS}/clusters/${CLUSTER}`)).status
+export const podsOf = async () => (await apiItems(`/api/v1/namespaces/${DATA_NS}/pods`, `cnpg.io/cluster=${CLUSTER}`))
   .filter((p) => !p.metadata.deletionTimestamp)
 export async function healthy () {
-  await waitFor('the database cluster healthy, every instance ready', () => {
-    const s = status()
+  await waitFor('the database cluster healthy, every instance ready', async () => {
+    const s = await status()
     return s.readyInstances === s.instances && s.currentPrimary === s.targetPrimary && /healthy/i.test(s.phase ?? '')
   }, { timeoutMs: 300_000, everyMs: 1000 })
 }
@@ -142,7 +143,7 @@ export function outageSeconds (answers) {
  */
 export async function phase (name, { bound, newPrimary = false, settle, cachedMayFail = false }, action) {
   await healthy()
-  const primary = status().currentPrimary
+  const primary = (await status()).currentPrimary
   const ids = await seededIds()
   const before = await flowTotal()
   const acknowledged = flows.acknowledged
@@ -151,8 +152,9 @@ export async function phase (name, { bound, newPrimary = false, settle, cachedMa
   const at = Date.now()
   let promoted = null
   const watch = setInterval(() => {
-    runAsync('kubectl', ['get', 'cluster', CLUSTER, '-n', DATA_NS, '-o', 'jsonpath={.status.currentPrimary}'])
-      .then((now) => { if (promoted === null && now && now !== primary) promoted = (Date.now() - at) / 1000 }, () => {})
+    status().then(({ currentPrimary: now }) => {
+      if (promoted === null && now && now !== primary) promoted = (Date.now() - at) / 1000
+    }, () => {})
   }, 250)
   let detail
   try {
@@ -160,8 +162,8 @@ export async function phase (name, { bound, newPrimary = false, settle, cachedMa
     if (settle) await settle(primary)
     else {
       await sleep(2000) // an instance that restarts in place goes unready first
-      await waitFor(`${name}: the cluster back`, () => {
-        const s = status()
+      await waitFor(`${name}: the cluster back`, async () => {
+        const s = await status()
         return s.readyInstances === s.instances && (!newPrimary || s.currentPrimary !== primary)
       }, { timeoutMs: 180_000, everyMs: 500 })
     }
@@ -224,14 +226,14 @@ export function switchoverTo (target) {
 /** The four phases, one after the other; their table printed. */
 export async function databaseFailover () {
   const out = []
-  out.push((await phase('a replica deleted', { bound: 0 }, (primary) => {
-    const replica = podsOf().find((p) => p.metadata.name !== primary)
+  out.push((await phase('a replica deleted', { bound: 0 }, async (primary) => {
+    const replica = (await podsOf()).find((p) => p.metadata.name !== primary)
     kubectl(['delete', 'pod', '-n', DATA_NS, replica.metadata.name, '--wait=false'])
     return `deleted ${replica.metadata.name}`
   })).text)
   const switchover = { bound: SWITCHOVER_S, newPrimary: true }
-  out.push((await phase('switchover (as kubectl cnpg promote)', switchover, (primary) => {
-    const target = podsOf().find((p) => p.metadata.name !== primary).metadata.name
+  out.push((await phase('switchover (as kubectl cnpg promote)', switchover, async (primary) => {
+    const target = (await podsOf()).find((p) => p.metadata.name !== primary).metadata.name
     switchoverTo(target)
     return `${primary} to ${target}`
   })).text)

@@ -42,6 +42,47 @@ export function runAsync (cmd, args, { env, cwd } = {}) {
 export const kubectl = (args, opts) => run('kubectl', args, opts)
 export const kjson = (args) => JSON.parse(kubectl([...args, '-o', 'json']).stdout)
 
+/**
+ * A GET of the API server's `path` (a query string's values encoded), parsed, through one `kubectl
+ * proxy` kept for the run: what the phases poll under load, several times a second. A kubectl process
+ * for each would start a Go program, read its discovery cache and shake hands over TLS, on the CPUs
+ * the suite under test shares on the lab, while it fails over or restarts.
+ */
+export async function api (path) {
+  const res = await fetch(new URL(path, await apiProxy()), { signal: AbortSignal.timeout(10_000) })
+  if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${(await res.text()).slice(0, 200)}`)
+  return res.json()
+}
+
+let proxy = null // the proxy's URL, once it serves
+function apiProxy () {
+  proxy ??= new Promise((resolve, reject) => {
+    const child = spawn('kubectl', ['proxy', '--port=0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = '' // its last words, for an error
+    const heard = (d) => {
+      out = (out + d).slice(-4096)
+      const at = /Starting to serve on (\S+)/.exec(out)?.[1]
+      if (!at) return
+      // Serving, it never holds the e2e open, nor outlives it.
+      for (const handle of [child, child.stdout, child.stderr]) handle.unref()
+      resolve(`http://${at}`)
+    }
+    child.stdout.on('data', heard)
+    child.stderr.on('data', heard)
+    child.on('error', reject)
+    child.on('exit', (code) => {
+      proxy = null // the next call starts another
+      reject(new Error(`kubectl proxy exited ${code}: ${out.trim()}`))
+    })
+    process.once('exit', () => child.kill())
+  })
+  return proxy
+}
+
+/** The items of a list `path` (the API's), with a label selector. */
+export const apiItems = async (path, selector) =>
+  (await api(selector ? `${path}?labelSelector=${encodeURIComponent(selector)}` : path)).items
+
 // An idle connection is closed after 30 s, long before the proxy's own idle timeout (Traefik's 180 s)
 // can close it just as a request is sent on it (ECONNRESET): the sockets a burst opened would otherwise
 // sit in the pool unused and all expire at once, under the next burst.

@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
 import { root } from '../../charts/test/lib.js'
-import { kjson, kubectl, runAsync, waitFor } from './lib.js'
+import { api, apiItems, kubectl, runAsync, waitFor } from './lib.js'
 import { CONTROL_NODE, DATABASE, NS, RELEASE, SERVICES, e2e, fullname } from './context.js'
 import { healthy, phase, podsOf, status, switchoverTo } from './failover.js'
 
@@ -23,17 +23,18 @@ const REQUEST_TIMEOUT_S = 10
 // longer answers wait for their timeout before it promotes another.
 const NODE_FAILOVER_S = 40
 
-const nodes = () => kjson(['get', 'nodes']).items
+const nodes = () => apiItems('/api/v1/nodes')
 const ready = (node) => node.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True')
-const serverPods = (s) => kjson([
-  'get', 'pods', '-n', NS, '-l', `app.kubernetes.io/name=${s},app.kubernetes.io/component=server`
-]).items.filter((p) => !p.metadata.deletionTimestamp)
+const serverPods = async (s) => (await apiItems(`/api/v1/namespaces/${NS}/pods`,
+  `app.kubernetes.io/name=${s},app.kubernetes.io/component=server`)).filter((p) => !p.metadata.deletionTimestamp)
+// Every service's server pods.
+const allServerPods = async () => (await Promise.all(SERVICES.map(serverPods))).flat()
 const isReady = (p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
 const seconds = (from, to = Date.now()) => `${((to - from) / 1000).toFixed(1)} s`
 
 /** Whether this cluster has nodes to drain and lose: several, and a database to fail over. */
-export function severalNodes () {
-  if (nodes().length > 1 && DATABASE === 'cloudnative-pg') return true
+export async function severalNodes () {
+  if ((await nodes()).length > 1 && DATABASE === 'cloudnative-pg') return true
   e2e.notes.push('several nodes: one node here (or no CloudNativePG), so no spread, drain or node loss ' +
     '(k8s/lab/nodes.sh add)')
   return false
@@ -51,9 +52,9 @@ export async function spread () {
     'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--wait', '--force-conflicts',
     '--set', 'product.autoscaling.minReplicas=2'
   ])
-  await waitFor('product at 2 ready replicas', () => serverPods('product').filter(isReady).length >= 2,
+  await waitFor('product at 2 ready replicas', async () => (await serverPods('product')).filter(isReady).length >= 2,
     { timeoutMs: 120_000, everyMs: 1000 })
-  const zoneOf = Object.fromEntries(nodes().map((n) => [n.metadata.name, n.metadata.labels[ZONE] ?? '-']))
+  const zoneOf = Object.fromEntries((await nodes()).map((n) => [n.metadata.name, n.metadata.labels[ZONE] ?? '-']))
   const count = Object.keys(zoneOf).length
   const zones = new Set(Object.values(zoneOf)).size
   const seen = []
@@ -65,8 +66,8 @@ export async function spread () {
       e2e.problems.push(`spread: ${what}: ${placed.length} pods on ${placed.join(', ')}`)
     }
   }
-  for (const s of SERVICES) check(s, serverPods(s).map((p) => p.spec.nodeName))
-  check('the database', podsOf().map((p) => p.spec.nodeName))
+  for (const s of SERVICES) check(s, (await serverPods(s)).map((p) => p.spec.nodeName))
+  check('the database', (await podsOf()).map((p) => p.spec.nodeName))
   return `${count} nodes in ${zones} zones: ${seen.join('; ')}`
 }
 
@@ -76,21 +77,22 @@ export async function spread () {
  */
 async function primaryNode () {
   await healthy()
-  const nodeOf = (pod) => podsOf().find((p) => p.metadata.name === pod).spec.nodeName
+  const nodeOf = async (pod) => (await podsOf()).find((p) => p.metadata.name === pod).spec.nodeName
   // A pod evicted or finished stays listed on its node until deleted: only the live ones count.
-  const ingress = kjson(['get', 'pods', '-n', INGRESS_NS]).items
+  const ingress = await apiItems(`/api/v1/namespaces/${INGRESS_NS}/pods`)
   const live = ingress.filter((p) => !p.metadata.deletionTimestamp && !['Succeeded', 'Failed'].includes(p.status.phase))
   const spared = new Set([CONTROL_NODE, ...live.map((p) => p.spec.nodeName)])
-  let primary = status().currentPrimary
-  if (spared.has(nodeOf(primary))) {
-    const target = podsOf().find((p) => !spared.has(p.spec.nodeName))?.metadata.name
+  let primary = (await status()).currentPrimary
+  if (spared.has(await nodeOf(primary))) {
+    const target = (await podsOf()).find((p) => !spared.has(p.spec.nodeName))?.metadata.name
     if (!target) {
       const pods = ingress.map((p) => `${p.metadata.name} on ${p.spec.nodeName}: ${p.status.phase}`)
       throw new Error(`no database instance on a node other than ${[...spared].join(', ')} ` +
         `(${INGRESS_NS}: ${pods.join(', ')})`)
     }
     switchoverTo(target)
-    await waitFor('the primary on an added node', () => status().currentPrimary === target, { timeoutMs: 120_000 })
+    await waitFor('the primary on an added node', async () => (await status()).currentPrimary === target,
+      { timeoutMs: 120_000, everyMs: 500 })
     await healthy()
     primary = target
   }
@@ -100,10 +102,10 @@ async function primaryNode () {
 /** The release's PodDisruptionBudgets, sampled: none ever below its healthy floor. */
 function budgets () {
   const breaches = new Set()
-  // A sample that fails (kubectl cut short or answering nothing while the node drains) is skipped.
-  const sample = () => runAsync('kubectl', ['get', 'pdb', '-n', NS, '-o', 'json'])
-    .then((out) => {
-      for (const pdb of JSON.parse(out).items) {
+  // A sample that fails (the API server slow, or answering nothing while the node drains) is skipped.
+  const sample = () => apiItems(`/apis/policy/v1/namespaces/${NS}/poddisruptionbudgets`)
+    .then((items) => {
+      for (const pdb of items) {
         if ((pdb.status.currentHealthy ?? 0) < (pdb.status.desiredHealthy ?? 0)) breaches.add(pdb.metadata.name)
       }
     })
@@ -123,7 +125,7 @@ const DRAIN_S = 30
  */
 export async function drain () {
   const node = await primaryNode()
-  const onNode = SERVICES.flatMap((s) => serverPods(s)).filter((p) => p.spec.nodeName === node).length
+  const onNode = (await allServerPods()).filter((p) => p.spec.nodeName === node).length
   let drained, watch, switchedAt, waited
   const started = Date.now()
   const r = await phase(`${node} drained (kubectl drain)`, {
@@ -134,8 +136,8 @@ export async function drain () {
       waited = ((await drained).match(/violate the pod's disruption budget/g) ?? []).length
       switchedAt = Date.now()
       // Its own instance cannot leave (a local volume): it waits for the node, the others serve.
-      await waitFor('a new primary, the other instances ready', () => {
-        const s = status()
+      await waitFor('a new primary, the other instances ready', async () => {
+        const s = await status()
         return s.currentPrimary !== primary && s.readyInstances >= s.instances - 1
       }, { timeoutMs: 180_000, everyMs: 500 })
     }
@@ -172,26 +174,31 @@ export async function nodeLost () {
     newPrimary: true,
     cachedMayFail: true,
     settle: async (primary) => {
-      await waitFor(`${node} NotReady`, () => !ready(nodes().find((n) => n.metadata.name === node)),
+      await waitFor(`${node} NotReady`, async () => !ready((await nodes()).find((n) => n.metadata.name === node)),
         { timeoutMs: 180_000, everyMs: 500 })
       marks.notReady = Date.now()
-      await waitFor('no endpoint left on the lost node', () => kjson([
-        'get', 'endpointslices', '-n', NS, '-l', 'app.kubernetes.io/component=server'
-      ]).items.flatMap((e) => e.endpoints ?? []).every((e) => e.nodeName !== node || !e.conditions?.ready),
+      await waitFor('no endpoint left on the lost node', async () => (await apiItems(
+        `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices`, 'app.kubernetes.io/component=server'
+      )).flatMap((e) => e.endpoints ?? []).every((e) => e.nodeName !== node || !e.conditions?.ready),
       { timeoutMs: 120_000, everyMs: 500 })
       marks.endpointsGone = Date.now()
-      await waitFor('a new primary', () => status().currentPrimary !== primary, { timeoutMs: 180_000, everyMs: 500 })
-        .catch((err) => { // what the operator said, and where it ran
-          const operator = kjson(['get', 'pods', '-n', 'cnpg-system']).items.map((p) => `${p.metadata.name} on ` +
-            `${p.spec.nodeName}`)
-          throw new Error(`${err.message} (the Cluster: ${status().phase}; the operator: ${operator.join(', ')})`)
+      await waitFor('a new primary', async () => (await status()).currentPrimary !== primary,
+        { timeoutMs: 180_000, everyMs: 500 })
+        .catch(async (err) => { // what the operator said, and where it ran
+          const operator = (await apiItems('/api/v1/namespaces/cnpg-system/pods')).map((p) => `${p.metadata.name} ` +
+            `on ${p.spec.nodeName}`)
+          throw new Error(`${err.message} (the Cluster: ${(await status()).phase}; the operator: ` +
+            `${operator.join(', ')})`)
         })
       marks.newPrimary = Date.now()
-      await waitFor('every service\'s pods ready elsewhere', () => SERVICES.every((s) => {
-        const live = serverPods(s).filter((p) => p.spec.nodeName !== node && isReady(p))
-        const want = kjson(['get', 'deployment', '-n', NS, fullname(s)]).spec.replicas
-        return live.length >= want
-      }), { timeoutMs: 300_000, everyMs: 1000 })
+      await waitFor('every service\'s pods ready elsewhere', async () => {
+        for (const s of SERVICES) {
+          const live = (await serverPods(s)).filter((p) => p.spec.nodeName !== node && isReady(p))
+          const want = (await api(`/apis/apps/v1/namespaces/${NS}/deployments/${fullname(s)}`)).spec.replicas
+          if (live.length < want) return false
+        }
+        return true
+      }, { timeoutMs: 300_000, everyMs: 1000 })
       marks.rescheduled = Date.now()
     }
   }, async () => {
@@ -237,8 +244,8 @@ export async function nodeBack () {
   await healthy()
   const wholeAfter = seconds(started)
   await sleep(5000)
-  const back = SERVICES.flatMap((s) => serverPods(s)).filter((p) => p.spec.nodeName === lost).length
-  const instance = podsOf().find((p) => p.spec.nodeName === lost)?.metadata.name ?? 'none'
+  const back = (await allServerPods()).filter((p) => p.spec.nodeName === lost).length
+  const instance = (await podsOf()).find((p) => p.spec.nodeName === lost)?.metadata.name ?? 'none'
   return `${lost} Ready after ${readyAfter}; the database whole after ${wholeAfter} (its instance there: ` +
     `${instance}); suite pods back on it: ${back} (a Deployment does not move pods back)`
 }

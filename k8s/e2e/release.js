@@ -12,7 +12,7 @@ import { previousRelease } from '../../scripts/release/previous.js'
 import { releaseSteps } from '../../scripts/release/steps.js'
 import { verifyRelease } from '../../scripts/release/verify.js'
 import { artifacts } from '../../scripts/release/artifacts.js'
-import { http, kjson, run, runAsync, waitFor } from './lib.js'
+import { apiItems, http, kjson, run, runAsync, waitFor } from './lib.js'
 import { DEV_REGISTRY, LOAD_HOSTS, NS, RELEASE, e2e, env, helmValues } from './context.js'
 import { phasesUnderLoad, rolloutStatus, underLoad } from './disruptions.js'
 import { served } from './traffic.js'
@@ -103,9 +103,7 @@ async function versionsDuring (action) {
   let polling = true
   const poll = (async () => {
     while (polling) {
-      const pods = JSON.parse(await runAsync('kubectl', [
-        'get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=server', '-o', 'json'
-      ])).items
+      const pods = await apiItems(`/api/v1/namespaces/${NS}/pods`, 'app.kubernetes.io/component=server')
       const ready = pods.filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
       if (new Set(ready.map((p) => p.metadata.labels['app.kubernetes.io/version'])).size > 1) both++
       await new Promise((resolve) => setTimeout(resolve, 1000))
@@ -144,7 +142,7 @@ export async function upgradePath () {
     const step = (name, to, command, excused) => underLoad(name, ids, async () => {
       const { both } = await versionsDuring(async () => {
         await runAsync('helm', command)
-        rolloutStatus()
+        await rolloutStatus()
       })
       const running = new Set(kjson(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=server']).items
         .filter((p) => !p.metadata.deletionTimestamp)

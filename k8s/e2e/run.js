@@ -164,7 +164,7 @@ try {
   if (DATABASE === 'cloudnative-pg') {
     await stage('the database under load: a replica, a switchover, the primary deleted and killed', databaseFailover)
   }
-  const several = severalNodes()
+  const several = await severalNodes()
   if (several) {
     await stage('several nodes: the pods and the database\'s instances spread', spread)
     await stage('a node drained under load (the primary\'s)', drain)
