@@ -132,6 +132,16 @@ export async function scraped () {
  * data on this Prometheus.
  */
 export async function queriesWithData () {
+  // Two per service, and the database's where it is a CloudNativePG Cluster.
+  const expected = 2 * SERVICES.length + (DATABASE === 'cloudnative-pg' ? 1 : 0)
+  const loaded = async () => (await prom.api('rules')).groups.filter((g) => g.name.startsWith('suite-'))
+  // The tree's chart (the disruptions' config change, minutes before) may add a group to the releases'
+  // ones: the operator's new rule file reaches Prometheus' volume at the kubelet's next sync of it (a
+  // minute or more), then a reload and a first evaluation. A group that never comes still fails.
+  const ours = await waitFor(`the suite's ${expected} rule groups loaded and evaluated`, async () => {
+    const now = await loaded()
+    return now.length === expected && now.every((g) => g.rules.every((r) => r.health !== 'unknown')) && now
+  }, { timeoutMs: 180_000, everyMs: 2000 }).catch(loaded)
   const end = Date.now() / 1000
   const window = { start: end - 600, end }
   const dir = join(charts, 'suite', 'dashboards')
@@ -154,10 +164,6 @@ export async function queriesWithData () {
       }
     }
   }
-  const { groups } = await prom.api('rules')
-  const ours = groups.filter((g) => g.name.startsWith('suite-'))
-  // Two per service, and the database's where it is a CloudNativePG Cluster.
-  const expected = 2 * SERVICES.length + (DATABASE === 'cloudnative-pg' ? 1 : 0)
   if (ours.length !== expected) {
     failures.push(`the operator loaded ${ours.length} of the suite's ${expected} rule groups`)
   }
