@@ -197,7 +197,15 @@ export async function keptSince (mark) {
   return { kept, acked, unknown, grew }
 }
 
+/**
+ * The flows totals of the run's hour. A 503 (a pooled connection to a former primary, replaced once
+ * it failed) is asked again, for a minute at most: an error's body is no total.
+ */
 export async function flowTotal () {
-  const res = await http(INGRESS_URL, { host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` })
+  const res = await waitFor('GET /flows answered', async () => {
+    const answer = await http(INGRESS_URL, { host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` })
+    if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`)
+    return answer
+  }, { timeoutMs: 60_000, everyMs: 500 })
   return rows(res.body).reduce((s, r) => s + Number(r.bytes_tx), 0)
 }
