@@ -1,7 +1,7 @@
 // The development path on the cluster: the charts pushed to the cluster's OCI registry and installed
 // from it as a user installs a published chart; then skaffold as a developer runs it, in a copy of the
 // tree, with the commands of README.md's lab recipe: `skaffold run` (buildah builds, pushed to the
-// registry, the release installed, its helm tests), every route through the Ingress; `skaffold dev`
+// registry, the release installed), its helm tests, every route through the Ingress; `skaffold dev`
 // and two edits timed from save to the new answer on the forwarded port, one synced, one rebuilt;
 // `skaffold delete`, nothing left.
 import { spawn } from 'node:child_process'
@@ -16,6 +16,7 @@ import { goBinDir } from '@suite/kit/testing'
 import { root, shared } from '../../charts/test/lib.js'
 import { http, kjson, run, runAsync, waitFor } from './lib.js'
 import { API_VERSIONS, DEV_REGISTRY, POSTGRES_IMAGE, REDIS_IMAGE, e2e, helmValues } from './context.js'
+import { helmTest } from './install.js'
 import { routes, served } from './traffic.js'
 
 const DEV_NS = 'suite' // skaffold.yaml's release: suite in the namespace suite
@@ -177,11 +178,12 @@ export async function devRun () {
     const started = Date.now()
     await runAsync('skaffold', ['run', ...recipe.run], { cwd: dir, env: skaffoldEnv() })
     const runSeconds = (Date.now() - started) / 1000
+    const tests = await helmTest({ release: 'suite', ns: DEV_NS, env: skaffoldEnv() })
     await served(DEV_HOST)
     const checks = await routes(DEV_HOST)
     dev = { dir, recipe }
-    return `skaffold run ${recipe.run.join(' ')}: ${runSeconds.toFixed(0)} s (buildah, pushed, helm test), ` +
-      `${checks} route checks through the Ingress`
+    return `skaffold run ${recipe.run.join(' ')}: ${runSeconds.toFixed(0)} s (buildah, pushed, installed); ` +
+      `helm test ${tests}; ${checks} route checks through the Ingress`
   } catch (err) {
     rmSync(dir, { recursive: true, force: true })
     throw err

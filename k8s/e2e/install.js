@@ -132,18 +132,27 @@ export async function install () {
   return `${from ? `release ${from.version}: ` : ''}helm install --wait: ${seconds} s; ` +
     `3 seed Jobs complete after ${((Date.now() - started) / 1000).toFixed(1)} s`
 }
-export function helmTest () {
-  const r = run('helm', ['test', RELEASE, '-n', NS, '--timeout', '5m'], { ok: true })
-  const suites = [...r.stdout.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+(\S+)/g)]
+
+/** `helm test` of a release: every test pod Succeeded, or an error with what the failed ones printed. */
+export async function helmTest ({ release = RELEASE, ns = NS, env } = {}) {
+  let out
+  let ok = true
+  try {
+    out = await runAsync('helm', ['test', release, '-n', ns, '--timeout', '5m'], { env })
+  } catch (err) {
+    out = err.message
+    ok = false
+  }
+  const suites = [...out.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+(\S+)/g)]
     .map(([, name, phase]) => `${name} ${phase}`)
-  if (r.code !== 0) {
+  if (!ok) {
     // A failed test pod is kept (hook-delete-policy: hook-succeeded): what it printed says which URL
     // answered what (or that it could not connect).
-    const failed = [...r.stdout.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+Failed/g)].map(([, name]) => name)
+    const failed = [...out.matchAll(/TEST SUITE:\s+(\S+)\n.*\n.*\n\s*Phase:\s+Failed/g)].map(([, name]) => name)
     const logs = failed
-      .map((pod) => `--- ${pod}:\n${kubectl(['logs', '-n', NS, `pod/${pod}`], { ok: true }).stdout.trim()}`)
+      .map((pod) => `--- ${pod}:\n${kubectl(['logs', '-n', ns, `pod/${pod}`], { ok: true }).stdout.trim()}`)
       .join('\n')
-    throw new Error(`helm test failed:\n${r.stdout}${r.stderr}${logs}`)
+    throw new Error(`helm test failed:\n${out}${logs}`)
   }
   return `${suites.filter((s) => s.endsWith('Succeeded')).length}/${suites.length} Succeeded`
 }
