@@ -1,8 +1,10 @@
 // The umbrella's own CloudNativePG database (global.database=cloudnative-pg), installed for real in a
 // namespace of its own under Pod Security "restricted": the operator accepts its Cluster, makes the
 // owner's Secret the services read, every service migrates and answers through the -rw Service under
-// the chart's NetworkPolicies (helm test), and helm uninstall takes the Cluster and its volume away.
+// the chart's NetworkPolicies (helm test), and helm uninstall takes the Cluster and its volume away
+// (beside the suite's install, which does not need it gone).
 // One instance, no seed: what is proven is the chart's wiring, the failover is failover.js's.
+import { helmTest } from './install.js'
 import { kjson, kubectl, runAsync, waitFor } from './lib.js'
 import { DATA_NS, NS, POSTGRES_IMAGE, SERVICES, TAG, env, e2e } from './context.js'
 import { join } from 'node:path'
@@ -45,15 +47,20 @@ export async function chartDatabase () {
   const cluster = kjson(['get', 'cluster', `${RELEASE}-postgresql`, '-n', ns])
   const secret = kjson(['get', 'secret', `${RELEASE}-postgresql-app`, '-n', ns])
   if (!secret.data.password) throw new Error(`the operator's Secret ${secret.metadata.name} has no password`)
-  const tests = await runAsync('helm', ['test', RELEASE, '-n', ns, '--timeout', '3m'])
-  const passed = (tests.match(/Phase:\s+Succeeded/g) ?? []).length
-  if (passed !== SERVICES.length) throw new Error(`helm test: ${passed} of ${SERVICES.length} passed:\n${tests}`)
+  const tests = await helmTest({ release: RELEASE, ns })
+  return `installed in ${installed.toFixed(0)} s: Cluster ${cluster.metadata.name} ` +
+    `(${cluster.status.readyInstances}/${cluster.spec.instances} ready, ${cluster.status.phase}), the services ` +
+    `on its -rw Service with the operator's Secret; helm test ${tests}`
+}
+
+/** After chartDatabase(): helm uninstall takes the Cluster, its pods and its volume away. */
+export async function chartDatabaseRemoved () {
+  const ns = CHART_DATABASE_NS
+  const started = Date.now()
   await runAsync('helm', ['uninstall', RELEASE, '-n', ns, '--wait', '--timeout', '3m'])
   await waitFor('the Cluster, its pods and its volume gone', () => kjson([
     'get', 'clusters.postgresql.cnpg.io,pods,persistentvolumeclaims', '-n', ns
   ]).items.length === 0, { timeoutMs: 120_000, everyMs: 2000 })
   kubectl(['delete', 'ns', ns, '--wait=false'])
-  return `installed in ${installed.toFixed(0)} s: Cluster ${cluster.metadata.name} ` +
-    `(${cluster.status.readyInstances}/${cluster.spec.instances} ready, ${cluster.status.phase}), the services ` +
-    `on its -rw Service with the operator's Secret; helm test ${passed}/${SERVICES.length}; uninstalled, nothing left`
+  return `uninstalled, nothing left after ${((Date.now() - started) / 1000).toFixed(0)} s`
 }

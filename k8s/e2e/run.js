@@ -27,7 +27,7 @@ import { PHASE_COLUMNS, disruptions, phases } from './disruptions.js'
 import { crashes } from './crashes.js'
 import { FAILOVER_COLUMNS, databaseFailover, failoverPhases } from './failover.js'
 import { POLICY_COLUMNS, networkPolicies, policyRows } from './policies.js'
-import { CHART_DATABASE_NS, chartDatabase } from './chart-database.js'
+import { CHART_DATABASE_NS, chartDatabase, chartDatabaseRemoved } from './chart-database.js'
 import { drain, nodeBack, nodeLost, severalNodes, spread } from './nodes.js'
 import { devEdits, devRun, ociCharts } from './devloop.js'
 import { releases, upgradePath } from './release.js'
@@ -145,7 +145,12 @@ try {
   await stage('bundled mode: server-side dry-run under restricted', bundledDryRun)
   await releasesDone
   await chartDatabaseDone
+  const chartDatabaseGone = chartDatabaseDone
+    ? stage('the chart\'s own CloudNativePG database uninstalled (beside the install)', chartDatabaseRemoved)
+    : null
+  chartDatabaseGone?.catch(() => {})
   await stage('install', install)
+  await chartDatabaseGone
   await stage('upgrade from the previous release, rollback, upgrade again, under load', upgradePath)
   await stage('helm test', helmTest)
   await stage('routes', routesAll)
