@@ -80,9 +80,10 @@ export async function backupAndRestore () {
     .filter((p) => p.protocol === 'UDP').map((p) => p.containerPort))]
   const dns = dnsPorts.length ? ['--set-json', `product.networkPolicy.dns.ports=${JSON.stringify(dnsPorts)}`] : []
   // Not --wait: a claim of a StorageClass that binds at its first consumer (local-path, most clouds'
-  // default) stays Pending until the backup's first pod, and helm would wait for it to bind.
+  // default) stays Pending until the backup's first pod, and helm would wait for it to bind. Values of
+  // the same chart and images: no migration to run (no hooks).
   await runAsync('helm', [
-    'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values',
+    'upgrade', RELEASE, e2e.chartDir, '-n', NS, '--reuse-values', '--no-hooks',
     '--set', 'backup.enabled=true', ...claim, ...image, ...dns
   ])
 
