@@ -192,9 +192,9 @@ export async function devRun () {
 
 /**
  * After devRun(): `skaffold dev`, a synced and a rebuilt edit timed from save to answer, then
- * `skaffold delete`, nothing left.
+ * `skaffold delete`, nothing left. The edits wait for `alone` (what runs beside the start is over).
  */
-export async function devEdits () {
+export async function devEdits ({ alone } = {}) {
   if (!dev) return 'skipped: no skaffold run'
   const { dir, recipe } = dev
   try {
@@ -208,6 +208,7 @@ export async function devEdits () {
         { timeoutMs: 600_000, everyMs: 1000 }
       )
       devSeconds = (Date.now() - started) / 1000
+      await alone
       const before = await docs(port)
       const token = `dev loop ${Date.now()}`
       synced = await timedEdit(

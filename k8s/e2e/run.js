@@ -174,23 +174,34 @@ try {
     await stage('several nodes: the pods and the database\'s instances spread', spread)
     await stage('a node drained under load (the primary\'s)', drain)
     await stage('a node lost under load (the primary\'s), without warning', nodeLost)
-    await stage('the lost node back', nodeBack)
   }
-  await stage('TestRuns', testRuns)
   // On several nodes the dev loop's release fits beside the suite's: skaffold run (builds, pushes,
-  // installs) runs beside the backup, the uninstall and the reinstall, which mostly wait. On one node
-  // the dev loop runs between the uninstall and the reinstall, when the suite's release is not there.
-  // Its timed edits run alone. --keep keeps the reinstalled release.
-  const devRunDone = several
-    ? stage('the dev loop: skaffold run (beside the backup, the uninstall and the reinstall)', devRun)
+  // installs) runs beside the lost node's return, the backup, the uninstall and the reinstall, which
+  // mostly wait, and skaffold dev follows it at once: its first deploy (untimed) meets the reinstall,
+  // its timed edits wait for the reinstall's end. On one node the dev loop runs between the uninstall
+  // and the reinstall, when the suite's release is not there. --keep keeps the reinstalled release.
+  let reinstalled
+  const alone = several ? new Promise((resolve) => { reinstalled = resolve }) : null
+  const devEdited = () => stage('the dev loop: skaffold dev (sync, rebuild), delete', () => devEdits({ alone }))
+  const devDone = several
+    ? stage('the dev loop: skaffold run (beside the node\'s return, the backup, the uninstall, the reinstall)', devRun)
+        .then(devEdited)
     : null
-  devRunDone?.catch(() => {})
-  await stage('backup, and its restore into a fresh database', backupAndRestore)
-  await stage('uninstall', uninstall)
-  if (several) await stage('reinstall', reinstall)
-  await (devRunDone ?? stage('the dev loop: skaffold run', devRun))
-  await stage('the dev loop: skaffold dev (sync, rebuild), delete', devEdits)
-  if (!several) await stage('reinstall', reinstall)
+  devDone?.catch(() => {})
+  try {
+    if (several) await stage('the lost node back', nodeBack)
+    await stage('TestRuns', testRuns)
+    await stage('backup, and its restore into a fresh database', backupAndRestore)
+    await stage('uninstall', uninstall)
+    if (!several) {
+      await stage('the dev loop: skaffold run', devRun)
+      await devEdited()
+    }
+    await stage('reinstall', reinstall)
+  } finally {
+    reinstalled?.()
+  }
+  await devDone
   // The uninstall above proved that nothing is left; this one only cleans up, without waiting for
   // the pods' drain (SHUTDOWN_DELAY_MS and more, which would only add to the run).
   if (!opts.keep) {
