@@ -9,7 +9,7 @@ import { CHART_DATABASE_NS } from './chart-database.js'
 import { BACKUP_CLAIM, RESTORED_NS, backupKept, restoredValues } from './backup.js'
 import { kjson, kubectl, run, runAsync, waitFor } from './lib.js'
 import {
-  API_VERSIONS, DATABASE, DATA_NS, INGRESS_HOST, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, e2e, helmValues
+  API_VERSIONS, DATABASE, DATA_NS, INGRESS_HOST, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, SERVICES, e2e, helmValues
 } from './context.js'
 import { flows, flowTotal, routes, served } from './traffic.js'
 
@@ -133,7 +133,10 @@ export async function install () {
     `3 seed Jobs complete after ${((Date.now() - started) / 1000).toFixed(1)} s`
 }
 
-/** `helm test` of a release: every test pod Succeeded, or an error with what the failed ones printed. */
+/**
+ * `helm test` of a release: a test pod for each service, every one Succeeded; or an error with what the
+ * failed ones printed.
+ */
 export async function helmTest ({ release = RELEASE, ns = NS, env } = {}) {
   let out
   let ok = true
@@ -153,6 +156,9 @@ export async function helmTest ({ release = RELEASE, ns = NS, env } = {}) {
       .map((pod) => `--- ${pod}:\n${kubectl(['logs', '-n', ns, `pod/${pod}`], { ok: true }).stdout.trim()}`)
       .join('\n')
     throw new Error(`helm test failed:\n${out}${logs}`)
+  }
+  if (suites.length !== SERVICES.length) {
+    throw new Error(`helm test: ${suites.length} test pods ran for ${SERVICES.length} services:\n${out}`)
   }
   return `${suites.filter((s) => s.endsWith('Succeeded')).length}/${suites.length} Succeeded`
 }
