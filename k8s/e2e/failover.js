@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { api, apiItems, kubectl, steadyLoad, table, waitFor, http } from './lib.js'
 import { DATA_NS, INGRESS_HOST, INGRESS_URL, e2e } from './context.js'
 import { CLUSTER } from './datastores.js'
-import { flowTotal, flows, seededIds } from './traffic.js'
+import { answered, flowTotal, flows, seededIds } from './traffic.js'
 import { printClues } from './clues.js'
 import { restaurant } from '../../loadtests/k6/scenarios.js'
 
@@ -43,22 +43,13 @@ export async function healthy () {
   }, { timeoutMs: 300_000, everyMs: 1000 })
 }
 
-// Before a phase's load: a pooled connection to a former primary (a switchover outside the phase, as
-// the node stages make) fails its first query, and is replaced. The set-up's writes, which are not the
-// phase's figures, are sent again until answered, within this bound.
-const SETUP_MS = 60_000
-
 /** Restaurants of the phase's own, to update under load. */
 async function freshRestaurants () {
   const ids = []
   for (let i = 0; i < UPDATED; i++) {
-    const res = await waitFor('POST /restaurants answered', async () => {
-      const answer = await http(INGRESS_URL, {
-        host: INGRESS_HOST, method: 'POST', path: '/restaurants', json: { ...restaurant(i), name: `e2e-failover-${i}` }
-      })
-      if (answer.status >= 500) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`)
-      return answer
-    }, { timeoutMs: SETUP_MS, everyMs: 500 })
+    const res = await answered('POST /restaurants answered', {
+      method: 'POST', path: '/restaurants', json: { ...restaurant(i), name: `e2e-failover-${i}` }
+    })
     if (res.status !== 201) throw new Error(`POST /restaurants: ${res.status} ${JSON.stringify(res.body)}`)
     ids.push(res.body.id)
   }

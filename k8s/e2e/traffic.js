@@ -198,14 +198,21 @@ export async function keptSince (mark) {
 }
 
 /**
- * The flows totals of the run's hour. A 503 (a pooled connection to a former primary, replaced once
- * it failed) is asked again, for a minute at most: an error's body is no total.
+ * A request through the Ingress (`http()`'s options), sent again every 500 ms for a minute at most while
+ * `again(answer)`: by default while it answers a 5xx. For the set-up and the checks around a phase: a
+ * pooled connection to a former primary (a switchover outside the phase) fails its first query and is
+ * replaced, and what they send is not the phase's figures.
  */
-export async function flowTotal () {
-  const res = await waitFor('GET /flows answered', async () => {
-    const answer = await http(INGRESS_URL, { host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` })
-    if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`)
+export function answered (what, options, again = (answer) => answer.status >= 500) {
+  return waitFor(what, async () => {
+    const answer = await http(INGRESS_URL, { host: INGRESS_HOST, ...options })
+    if (again(answer)) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`)
     return answer
   }, { timeoutMs: 60_000, everyMs: 500 })
+}
+
+/** The flows totals of the run's hour, asked again while not a 200: an error's body is no total. */
+export async function flowTotal () {
+  const res = await answered('GET /flows answered', { path: `/flows?hour=${flows.hour}` }, (a) => a.status !== 200)
   return rows(res.body).reduce((s, r) => s + Number(r.bytes_tx), 0)
 }
