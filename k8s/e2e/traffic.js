@@ -141,13 +141,17 @@ export const flows = {
   acknowledged: 0,
   unknown: 0 // writes whose every try failed: each may or may not be in the totals
 }
-/** Ids that exist in the seeded data (the generators plant rejects, so some ids are missing). */
+/**
+ * Ids that exist in the seeded data (the generators plant rejects, so some ids are missing). Read
+ * through answered(): after a phase, an error answer is no list, and a 5xx no missing id.
+ */
 export async function seededIds () {
-  const products = (await http(INGRESS_URL, { host: INGRESS_HOST, path: '/products?count=50' })).body.map((p) => p.id)
+  const list = await answered('GET /products answered', { path: '/products?count=50' }, (a) => a.status !== 200)
+  const products = list.body.map((p) => p.id)
   const found = async (path) => {
     const ids = []
     for (let id = 1; id <= 80 && ids.length < 40; id++) {
-      if ((await http(INGRESS_URL, { host: INGRESS_HOST, path: path(id) })).status === 200) ids.push(id)
+      if ((await answered(`GET ${path('N')} answered`, { path: path(id) })).status === 200) ids.push(id)
     }
     return ids
   }
