@@ -31,8 +31,9 @@ export async function startDatastores (ns, options, onRedis = () => {}) {
  * The objects: Redis, and PostgreSQL as a Deployment or, with `cloudnativePg` ({ instances }), a
  * CloudNativePG Cluster `postgres` of that many instances with quorum replication (its Services
  * postgres-rw, -ro, -r), scraped by a PodMonitor; each admitting only the `clients` namespaces.
+ * `redisNode`: the node Redis runs on (none: wherever the scheduler puts it).
  */
-export function datastores ({ passwords, postgresImage, redisImage, clients = [], cloudnativePg }) {
+export function datastores ({ passwords, postgresImage, redisImage, clients = [], cloudnativePg, redisNode }) {
   const labels = (app) => ({ app, 'app.kubernetes.io/part-of': 'suite-e2e-datastores' })
   const secretEnv = (name, key) => ({ name, valueFrom: { secretKeyRef: { name: 'datastores', key } } })
   const deployment = (app, container) => ({
@@ -47,6 +48,7 @@ export function datastores ({ passwords, postgresImage, redisImage, clients = []
         metadata: { labels: labels(app) },
         spec: {
           securityContext: { runAsNonRoot: true, runAsUser: 999, runAsGroup: 999, fsGroup: 999 },
+          ...(container.nodeSelector && { nodeSelector: container.nodeSelector }),
           containers: [{
             name: app,
             imagePullPolicy: 'IfNotPresent',
@@ -102,6 +104,9 @@ export function datastores ({ passwords, postgresImage, redisImage, clients = []
     ...postgres,
     deployment('redis', {
       dataPath: '/data',
+      // One replica, unpersisted, as a managed cache stands outside the cluster's nodes: on the node the
+      // e2e never drains nor loses, so a phase that moves the suite's pods does not empty the cache too.
+      ...(redisNode && { nodeSelector: { 'kubernetes.io/hostname': redisNode } }),
       spec: {
         image: redisImage,
         env: [secretEnv('REDIS_PASSWORD', 'redis-password')],

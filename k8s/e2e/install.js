@@ -9,7 +9,8 @@ import { CHART_DATABASE_NS } from './chart-database.js'
 import { BACKUP_CLAIM, RESTORED_NS, backupKept, restoredValues } from './backup.js'
 import { kjson, kubectl, run, runAsync, waitFor } from './lib.js'
 import {
-  API_VERSIONS, DATABASE, DATA_NS, INGRESS_HOST, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, SERVICES, e2e, helmValues
+  API_VERSIONS, CONTROL_NODE, DATABASE, DATA_NS, INGRESS_HOST, NS, POSTGRES_IMAGE, REDIS_IMAGE, RELEASE, SERVICES, e2e,
+  helmValues
 } from './context.js'
 import { flows, flowTotal, routes, served } from './traffic.js'
 
@@ -68,12 +69,14 @@ async function namespacesAndDatastores (onRedis) {
     'create', 'secret', 'generic', 'suite-datastores', '-n', NS,
     ...Object.entries(passwords).map(([k, v]) => `--from-literal=${k}=${v}`)
   ])
+  const redisNode = kubectl(['get', 'node', CONTROL_NODE], { ok: true }).code === 0 ? CONTROL_NODE : null
   await startDatastores(DATA_NS, {
     passwords,
     postgresImage: POSTGRES_IMAGE,
     redisImage: REDIS_IMAGE,
     clients: [NS, CHART_DATABASE_NS],
-    ...(DATABASE === 'cloudnative-pg' && { cloudnativePg: { instances: 3 } })
+    ...(DATABASE === 'cloudnative-pg' && { cloudnativePg: { instances: 3 } }),
+    redisNode
   }, onRedis)
   // The CRDs of the optional APIs the charts use (ServiceMonitor, TestRun), where the cluster lacks them.
   const crds = join(shared, 'crds')
@@ -86,7 +89,8 @@ async function namespacesAndDatastores (onRedis) {
     }
   }
   const postgres = DATABASE === 'cloudnative-pg' ? 'PostgreSQL a CloudNativePG Cluster of 3 instances' : 'PostgreSQL'
-  return `${NS} (restricted), datastores in ${DATA_NS} (${postgres})` +
+  const redis = redisNode ? `Redis on ${redisNode}` : 'Redis'
+  return `${NS} (restricted), datastores in ${DATA_NS} (${postgres}, ${redis})` +
     `${installed.length ? `; CRDs installed: ${installed.join(', ')}` : ''}`
 }
 /** charts/suite with its dependencies, as after `helm dependency build` (offline: ../shared/k8s/charts). */

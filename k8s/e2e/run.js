@@ -49,7 +49,7 @@ Installs the suite on the cluster of KUBECONFIG and checks it end to end. Settin
                        the lab: "k8s/lab/nodes.sh load", into each of its nodes, the default where K8S_LAB_LOAD is
                        set). Empty with E2E_BUILD=none: images are there
   E2E_CONTROL_NODE     the node never drained nor lost (the lab's own, k8s-node: its control plane, Traefik, the
-                       registry and CloudNativePG's operator)
+                       registry and CloudNativePG's operator); the datastores' Redis runs there when it exists
   E2E_BUILD            buildah (default when installed) | docker | none (images already built and loaded)
   E2E_TAG              tag of the images (default: e2e-<commit>; without a registry, the image upgrade uses <tag>-b)
   E2E_NODE_IMAGE       base image of services/Dockerfile (its NODE_IMAGE build argument)
