@@ -33,12 +33,20 @@ export const usage = {
         'then each ratio of every run and their median (a process can be slower than another of the same code ' +
         'for its whole life)'
     },
+    rate: {
+      type: 'string',
+      value: 'N',
+      help: 'every case at a fixed N requests a second (an open loop) instead of its own load, each ratio then ' +
+        'its CPU per request over the base\'s: what a change costs a request, which RPS at saturation shows ' +
+        'only through the noise of a machine the load generator shares (a case with a rate of its own keeps it)'
+    },
     // --original is npm run bench's: the original is no commit of this repository.
     ...benchOptions('flows', { original: false })
   },
   examples: [
     'npm run bench:compare -- --base HEAD~1 --only flows',
     'npm run bench:compare -- --base main --only product --products 20000 --duration 20',
+    'npm run bench:compare -- --base HEAD~5 --rate 1000 --repeat 3',
     'npm run bench:compare -- --base HEAD --only product --env CACHE_NEAR_MAX_BYTES=16777216 --repeat 3',
     'npm run bench:compare -- --base HEAD~1 --only profile --env CACHE_NEAR_MAX_BYTES=16777216 ' +
     '--base-env CACHE_NEAR_MAX_BYTES=16777216'
@@ -48,6 +56,7 @@ export const usage = {
 await runCommand('bench:compare', usage, async (values) => {
   const { names, numbers } = benchValues(values)
   const repeat = wholeNumber(values, 'repeat', { min: 1 })
+  const rate = values.rate === undefined ? undefined : wholeNumber(values, 'rate', { min: 1 })
   const baseSettings = settingsOf(values, 'base-env', names)
   const { commit, dir, remove } = worktree(values.base, 'bench:compare')
   try {
@@ -56,10 +65,10 @@ await runCommand('bench:compare', usage, async (values) => {
     const runs = []
     for (let run = 1; run <= repeat; run++) {
       const rows = []
-      for (const name of names) rows.push(...await benches[name].run({ ...numbers, base }))
+      for (const name of names) rows.push(...await benches[name].run({ ...numbers, base, rate }))
       runs.push(rows)
       console.log(`\n${repeat > 1 ? `Run ${run} of ${repeat}. ` : ''}WORKERS=${numbers.workers}, ` +
-        `${numbers.duration} s per case; ` +
+        `${numbers.duration} s per case${rate ? `, each at ${rate} requests a second unless it has a rate` : ''}; ` +
         `this tree${listed(numbers.settings) ? ` with ${listed(numbers.settings)}` : ''} ` +
         `against ${commit.slice(0, 12)}${listed(baseSettings) ? ` with ${listed(baseSettings)}` : ''} ` +
         `(${git('log', '-1', '--format=%s', commit).slice(0, 80)})`)

@@ -55,6 +55,7 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  *   service, each with these settings added, passed to `cases` as ctx.variants by name
  * @param {{ root: string, label: string, settings: object }} [o.base]  bench:compare: the other commit's
  *   checkout, and --base-env
+ * @param {number} [o.rate]  bench:compare --rate: every compared case without a rate of its own at this one
  * @param {(ctx) => Promise<Case[]>} o.cases  ctx: { db (a pg client, open until cases returns),
  *   baseline, cached, uncached, redis, connections, stopAtEnd(server) }; a Case is { name, url,
  *   path() | request(), rate?, groups?, connections?, counters?: { name: metric } (their increase per
@@ -68,7 +69,7 @@ const PAIR_ROUNDS = 3 // interleaved rounds of two compared cases, each duration
  */
 export async function runBench ({
   service, dataset, uncached = false, duration = 10, connections = 50, baselineConnections = [connections],
-  workers = 1, settings = {}, variants = {}, cases, base, cpuProf
+  workers = 1, settings = {}, variants = {}, cases, base, cpuProf, rate
 }) {
   const say = (m) => process.stderr.write(`bench ${service}: ${m}\n`)
   // --cpu-prof DIR: each server this run starts writes a V8 CPU profile per thread when it stops, into
@@ -123,13 +124,15 @@ export async function runBench ({
           [name, await startService({ entry: cli, ...asInPod, env: profiled(name, { ...env, ...more }) })]))
         const others = Object.fromEntries(started)
         running.push(...Object.values(others))
-        // A sameBytes case's CPU per request is the kit's cost in microseconds: the service's process is measured.
+        // A sameBytes case's CPU per request is the kit's cost in microseconds: the service's process is
+        // measured; a compared case's too, as at a fixed rate its ratio is its CPU per request's.
         const stopAtEnd = (server) => running.push(server) // a server a case starts itself
         const caseList = await cases({
           db, baseline, cached, uncached: plain, variants: others, redis, connections, stopAtEnd
         })
-        lists.push(caseList.map((c) =>
-          c.sameBytes && !c.pid ? { ...c, pid: [cached, plain].find((s) => s?.url === c.url)?.child.pid } : c))
+        lists.push(caseList.map((c) => (c.sameBytes || base) && !c.pid
+          ? { ...c, pid: [cached, plain].find((s) => s?.url === c.url)?.child.pid }
+          : c))
       } finally {
         await db.end()
       }
@@ -140,6 +143,7 @@ export async function runBench ({
           const label = (x, tree) => ({
             ...x,
             name: `${x.name} (${tree})`,
+            rate: x.rate ?? rate,
             sameBytes: undefined,
             ...(x.groups && {
               groups: Object.fromEntries(Object.entries(x.groups).map(([path, name]) => [path, `${name} (${tree})`]))
