@@ -8,8 +8,8 @@
 // hot key costs one row update per flush instead of one per request.
 import { createHash } from 'node:crypto'
 import {
-  promClient as client, isUnavailable, connectionLost, withClient, DURATION_BUCKETS, httpError, prepared as preparedFor,
-  linkedSpan, requestContext
+  promClient as client, isUnavailable, connectionLost, primaryMoving, withClient, DURATION_BUCKETS, httpError,
+  prepared as preparedFor, linkedSpan, requestContext
 } from '@suite/kit'
 import * as sql from './sql.js'
 
@@ -96,9 +96,10 @@ export function createWriter ({ pool, config, registry, log }) {
     } finally {
       flushing = false
     }
-    // PostgreSQL unreachable (connection lost, or none to be had): the groups that waited behind this
-    // one would each wait as long to fail the same way. Nothing of them was sent: 503 at once.
-    if (failed && connectionLost(failed)) {
+    // PostgreSQL unreachable (connection lost, or none to be had), or no primary after its wait
+    // (PG_PRIMARY_WAIT_MS): the groups that waited behind this one would each wait as long to fail the
+    // same way. Nothing of them was sent: 503 at once.
+    if (failed && (connectionLost(failed) || primaryMoving(failed))) {
       for (const g of [...closed.splice(0), open]) for (const r of g.requests) r.reject(failed)
       open = newGroup()
     }

@@ -174,3 +174,29 @@ test('PostgreSQL frozen under writes: every POST answered within 2 s (503, or 50
     await server.stop()
   }
 })
+
+test('no primary for longer than PG_PRIMARY_WAIT_MS: each POST answers 503 once the wait is over, the ' +
+  'groups behind the one that waited do not wait again; promoted, the next POST is stored', async () => {
+  const { server, url } = await flowsServer()
+  const svc = await startFlows({ DATABASE_URL: url, WORKERS: '1', PG_PRIMARY_WAIT_MS: '1000' })
+  const record = flow('a', 'b', 'v', 1, 1, 1)
+  try {
+    assert.equal(await send(svc.url, [record]), 200)
+    await server.demote()
+    // Three waves: the first group waits for the primary while the others queue behind its flush.
+    const answers = await Promise.all([0, 200, 400].flatMap((after) => Array.from({ length: 4 }, async () => {
+      await sleep(after)
+      const sentAt = performance.now()
+      return { status: await send(svc.url, [record]), took: performance.now() - sentAt }
+    })))
+    assert.deepEqual([...new Set(answers.map((a) => a.status))], [503])
+    const longest = Math.max(...answers.map((a) => a.took))
+    assert.ok(longest < 1500, `the longest POST took ${Math.round(longest)} ms, the wait 1000 ms`)
+    await server.promote()
+    assert.equal(await send(svc.url, [record]), 200)
+    assert.deepEqual(await admin(url, storedTotals), sumInto(new Map(), [record, record]), 'the 503s stored nothing')
+  } finally {
+    await svc.stop()
+    await server.stop()
+  }
+})

@@ -3,9 +3,8 @@
 // read from nor written to, only 503s until a primary answers; connections to a server that went
 // silent are all dropped once one of them is found dead, so the next request reaches the new one.
 import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import assert from 'node:assert/strict'
-import { chownSync, statSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { connect, createServer } from 'node:net'
 import pg from 'pg'
 import { startPostgres, startService, get, send } from '@suite/kit/testing'
@@ -31,13 +30,7 @@ test('a server that answers as a standby: 503 with Retry-After, never a read of 
     const svc = await startService({ entry, env: env(url) })
     try {
       assert.equal((await get(svc.url, '/items/1')).status, 200)
-      // The same data, restarted in standby mode (as the old primary after a switchover).
-      await server.stop({ keepData: true })
-      const signal = join(server.dir, 'standby.signal')
-      writeFileSync(signal, '')
-      const { uid, gid } = statSync(server.dir)
-      chownSync(signal, uid, gid)
-      await server.start()
+      await server.demote()
       for (const [method, path, body] of [
         ['GET', '/items/2'], ['GET', '/pg-sleep?ms=0'], ['PUT', '/items/3', { value: 'w' }], ['GET', '/items/4']
       ]) {
@@ -45,10 +38,7 @@ test('a server that answers as a standby: 503 with Retry-After, never a read of 
         assert.equal(res.status, 503, `${method} ${path} on a standby: ${JSON.stringify(res.body)}`)
         assert.equal(res.headers.get('retry-after'), '1')
       }
-      const c = new pg.Client({ connectionString: url })
-      await c.connect()
-      await c.query('SELECT pg_promote()')
-      await c.end()
+      await server.promote()
       const write = await send(svc.url, 'PUT', '/items/3', { value: 'after' })
       assert.equal(write.status, 200, `the first write after the promotion: ${JSON.stringify(write.body)}`)
       assert.equal((await get(svc.url, '/items/3')).body.value, 'after')
@@ -60,13 +50,15 @@ test('a server that answers as a standby: 503 with Retry-After, never a read of 
 
 /**
  * A TCP proxy whose connections can all go silent at once, as to a node that vanished: nothing is
- * forwarded and nothing is closed. New connections after that reach the server again.
+ * forwarded and nothing is closed. New connections after that reach the server again, unless
+ * `blackhole(true)`: then they are silent from the start, until blackhole(false).
  */
 async function silencingProxy (port) {
   let open = new Set()
+  let blackhole = false
   const server = createServer((client) => {
     const upstream = connect(port, '127.0.0.1')
-    const pair = { client, upstream, silent: false }
+    const pair = { client, upstream, silent: blackhole }
     open.add(pair)
     client.on('data', (d) => { if (!pair.silent) upstream.write(d) })
     upstream.on('data', (d) => { if (!pair.silent) client.write(d) })
@@ -80,6 +72,7 @@ async function silencingProxy (port) {
       for (const pair of open) pair.silent = true
       open = new Set()
     },
+    blackhole (on) { blackhole = on },
     close () { server.close() }
   }
 }
@@ -109,3 +102,65 @@ test('connections to a server gone silent: one request pays the timeout, the nex
       await server.stop()
     }
   })
+
+test('PG_PRIMARY_WAIT_MS: requests wait for a primary on its way and are served once it is back; a longer ' +
+  'absence answers 503 at the bound', async () => {
+  const server = await startPostgres()
+  const url = await server.createDatabase('moving')
+  await itemsOn(url)
+  const svc = await startService({ entry, env: { ...env(url), PG_PRIMARY_WAIT_MS: '4000' } })
+  try {
+    assert.equal((await get(svc.url, '/items/1')).status, 200)
+    await server.demote()
+    const started = performance.now()
+    const answers = Promise.all([
+      send(svc.url, 'PUT', '/items/3', { value: 'moved' }), get(svc.url, '/items/2'), get(svc.url, '/items/4')
+    ])
+    await sleep(1000)
+    await server.promote()
+    const statuses = (await answers).map((r) => r.status)
+    const waited = performance.now() - started
+    assert.deepEqual(statuses, [200, 200, 200], 'served by the primary once it is back')
+    assert.ok(waited >= 1000, `they waited for it (${waited} ms)`)
+    assert.equal((await get(svc.url, '/items/3')).body.value, 'moved')
+    // Gone for longer than the wait (refused): 503 once the wait is over, not before, not much after.
+    await server.stop({ keepData: true })
+    const t0 = performance.now()
+    const res = await get(svc.url, '/items/5')
+    const took = performance.now() - t0
+    assert.equal(res.status, 503)
+    assert.equal(res.headers.get('retry-after'), '1')
+    assert.ok(took >= 3750 && took < 4000 + 1000, `503 after ${took} ms, the wait 4000 ms`)
+  } finally {
+    await svc.stop()
+    await server.stop()
+  }
+})
+
+test('PG_PRIMARY_WAIT_MS: a connect that nothing answers (a Service without endpoints, behind a NetworkPolicy ' +
+  'that drops what it does not admit) is waited through too', async () => {
+  const server = await startPostgres()
+  const url = await server.createDatabase('blackhole')
+  await itemsOn(url)
+  const proxy = await silencingProxy(server.port)
+  const through = new URL(url)
+  through.port = String(proxy.port)
+  const svc = await startService({ entry, env: { ...env(through.href), PG_PRIMARY_WAIT_MS: '5000' } })
+  try {
+    assert.equal((await get(svc.url, '/items/1')).status, 200)
+    proxy.silence()
+    proxy.blackhole(true)
+    // The pooled connections are silent: the first request finds one dead, which drops the others.
+    // (Items not read before: a cached one would not reach PostgreSQL.)
+    assert.equal((await get(svc.url, '/items/5')).status, 503)
+    const answers = Promise.all([2, 3, 4].map((id) => get(svc.url, `/items/${id}`)))
+    await sleep(2500)
+    proxy.blackhole(false)
+    assert.deepEqual((await answers).map((r) => r.status), [200, 200, 200],
+      'held through connects that timed out, served once one is answered')
+  } finally {
+    await svc.stop()
+    proxy.close()
+    await server.stop()
+  }
+})

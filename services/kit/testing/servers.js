@@ -37,9 +37,9 @@ export async function createDatabase (adminUrl, prefix = 'test') {
  * Starts a PostgreSQL server in a temporary directory on a free loopback port.
  * `settings` are extra `-c name=value` server settings (a benchmark passes bulk-load tuning here).
  * Returns { url, port, dir, createDatabase(), stop({ keepData }), start(), pause(), resume(), kill(),
- * holdCommits(on) }: pause() stops every process of the server (SIGSTOP: connections stay open, nothing
- * answers, as a frozen host or a partition), resume() lets it go on; kill() is kill -9 of every process
- * (a crash: start() then recovers from the WAL).
+ * holdCommits(on), demote(), promote() }: pause() stops every process of the server (SIGSTOP:
+ * connections stay open, nothing answers, as a frozen host or a partition), resume() lets it go on;
+ * kill() is kill -9 of every process (a crash: start() then recovers from the WAL).
  */
 export async function startPostgres ({ settings = {} } = {}) {
   const initdb = findBinary('initdb')
@@ -116,6 +116,22 @@ export async function startPostgres ({ settings = {} } = {}) {
       } finally {
         await c.end()
       }
+    },
+    /**
+     * Restarts the server as a standby of its own data (standby.signal), as a primary is after a
+     * switchover: it answers, read-only, until promote().
+     */
+    async demote () {
+      await this.stop({ keepData: true })
+      const signal = join(dir, 'standby.signal')
+      await writeFile(signal, '')
+      if (user.uid !== undefined) await chown(signal, user.uid, user.gid)
+      await start()
+    },
+    async promote () {
+      const c = new pg.Client({ connectionString: url })
+      await c.connect()
+      try { await c.query('SELECT pg_promote()') } finally { await c.end() }
     },
     async stop ({ keepData = false } = {}) {
       if (child.exitCode === null && child.signalCode === null) {

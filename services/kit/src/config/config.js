@@ -199,6 +199,16 @@ export const baseSchema = {
       default: 1000,
       description: 'the longest a query waits for a pool connection, a new connection\'s connect included (503 after)'
     },
+    PG_PRIMARY_WAIT_MS: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 60000,
+      default: 0,
+      description: 'the longest a query waits for the primary while it moves (a failover, a switchover, a restart: ' +
+        'connections refused or unanswered, the server starting or shutting down, or a standby) before it fails ' +
+        '(503); PG_QUERY_TIMEOUT_MS counts from when it is back. Held requests retry as one connect every 250 ms ' +
+        'per worker. For a database whose primary moves (CloudNativePG, a managed failover); 0: fail at once'
+    },
     REDIS_URL: {
       type: 'string',
       pattern: '^rediss?://',

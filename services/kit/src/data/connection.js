@@ -49,5 +49,19 @@ export function connectionLost (err) {
  */
 export const connectionStale = (err) => connectionLost(err) || err?.code === READ_ONLY
 
+/**
+ * Whether a connect that failed with `err` may have met a primary on its way (a failover, a
+ * switchover, a restart): the server refused or dropped the connection, said it is starting or
+ * shutting down (57P0x), answered as a standby, or nothing answered the connect at all — a Service
+ * without endpoints while its primary moves is a black hole where a NetworkPolicy drops what it does
+ * not admit. Nothing was sent on it, so connecting again is safe. Not a wait for a free connection of
+ * the pool: that is the pool's own load, which waiting would only add to.
+ */
+export function primaryMoving (err) {
+  const code = err?.code ?? ''
+  return /^(57P0|25006$)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code) ||
+    /Connection terminated (unexpectedly|due to connection timeout)/i.test(err?.message ?? '')
+}
+
 /** The SQLSTATE of a write refused by a standby (read_only_sql_transaction). */
 export const READ_ONLY = '25006'

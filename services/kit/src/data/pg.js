@@ -3,7 +3,7 @@
 // connection.
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { READ_ONLY, connectionLost, connectionStale, connectionOptions } from './connection.js'
+import { READ_ONLY, connectionLost, connectionStale, connectionOptions, primaryMoving } from './connection.js'
 import { childSpan } from '../telemetry/tracing.js'
 
 /**
@@ -43,6 +43,8 @@ export function createPool (config, log, applicationName) {
     // Not a pg option: read by queryDocument. Off for poolers that share server sessions between
     // clients (PgBouncer in transaction mode, the embedded PGlite), where statement names collide.
     prepareStatements: config.PG_PREPARED_STATEMENTS,
+    // Not a pg option either: read by withClient.
+    primaryWaitMs: config.PG_PRIMARY_WAIT_MS ?? 0,
     // Every connection is to the primary: behind a Service that follows the primary (CloudNativePG's
     // -rw) a connection made during a failover can reach an instance that is a standby, whose reads
     // may be older than a write already acknowledged. Refused, it counts as unavailable (503).
@@ -125,15 +127,13 @@ export async function queryDocument (pool, query, values) {
  * that dies while lent out emits 'error' on its client, which would end the worker thread without a
  * listener: here it only fails the statement in progress; a connection lost, or left with a statement
  * timed out on the client side, is dropped instead of going back to the pool.
+ * While the primary moves it waits for it first, up to PG_PRIMARY_WAIT_MS (primaryConnection); the
+ * query_timeout then counts from the connect that found it.
  */
 export async function withClient (pool, fn) {
+  const { client, since } = await primaryConnection(pool)
   const timeout = pool.options.query_timeout
-  const deadline = timeout ? performance.now() + timeout : Infinity
-  let client = await pool.connect()
-  while (client[GENERATION] < pool.generation) { // made before a stale one: likely to the same server
-    client.release(true)
-    client = await pool.connect()
-  }
+  const deadline = timeout ? since + timeout : Infinity
   let lost
   const onError = (err) => { lost ??= err }
   client.on('error', onError)
@@ -159,5 +159,79 @@ export async function withClient (pool, fn) {
     client.off('error', onError)
     if (lost) pool.generation++
     client.release(lost)
+  }
+}
+
+/**
+ * A connection of the pool to the primary. A connect that meets a primary on its way (primaryMoving)
+ * waits for it, up to the pool's `primaryWaitMs` in all, then connects again; while one waits, the
+ * requests that come after it join the wait instead of each trying a connect that hangs or is refused.
+ * Resolves to { client, since }: since, when the connect that got it began.
+ */
+async function primaryConnection (pool) {
+  const until = performance.now() + pool.options.primaryWaitMs
+  for (;;) {
+    const moving = pool[MOVING]
+    if (moving && !(await primaryBack(moving, until))) throw moving.error
+    const since = performance.now()
+    try {
+      return { client: await currentClient(pool), since }
+    } catch (err) {
+      // A wait for a free connection that timed out (not the connect itself) counts only while the
+      // pool knows its primary is on its way: its connections were the ones that hung then.
+      const waiting = pool[MOVING] && /timeout exceeded when trying to connect/.test(err.message)
+      if (!(primaryMoving(err) || waiting) || performance.now() >= until) throw err
+      if (!pool[MOVING]) {
+        const wait = { until, error: err }
+        pool[MOVING] = wait
+        wait.back = tryPrimary(pool, wait)
+      } else if (!waiting) pool[MOVING].error = err
+    }
+  }
+}
+
+// A connection of the pool, any made before a stale one dropped: likely to the same server.
+async function currentClient (pool) {
+  let client = await pool.connect()
+  while (client[GENERATION] < pool.generation) {
+    client.release(true)
+    client = await pool.connect()
+  }
+  return client
+}
+
+const RETRY_MS = 250
+const MOVING = Symbol('the primary on its way')
+
+/**
+ * Waits for `wait` to end — a connect of the pool reached the primary again, or failed otherwise than
+ * on its way — or for `until`; resolves to whether there is time left to connect. One connect every
+ * RETRY_MS tries for all of a pool's waiting requests: a try that reaches a standby costs it a whole
+ * connection (its process, its authentication).
+ */
+async function primaryBack (wait, until) {
+  if (performance.now() >= until) return false
+  wait.until = Math.max(wait.until, until)
+  const timer = new AbortController()
+  const late = sleep(until - performance.now(), undefined, { signal: timer.signal }).catch(() => {})
+  await Promise.race([wait.back, late])
+  timer.abort()
+  return performance.now() < until
+}
+
+async function tryPrimary (pool, wait) {
+  try {
+    while (performance.now() < wait.until) {
+      await sleep(RETRY_MS)
+      try {
+        (await currentClient(pool)).release()
+        return
+      } catch (err) {
+        if (!primaryMoving(err)) return
+        wait.error = err
+      }
+    }
+  } finally {
+    if (pool[MOVING] === wait) pool[MOVING] = undefined
   }
 }

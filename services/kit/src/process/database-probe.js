@@ -9,8 +9,10 @@ const PROBE_INTERVAL_MS = 1000
 /** Returns { state: Int32Array over shared memory, stop() }. */
 export function probeDatabase (config, log, name) {
   const state = new Int32Array(new SharedArrayBuffer(4))
-  // allowExitOnIdle: the idle probe connection never holds the process open at exit.
-  const pool = createPool({ ...config, PG_POOL_MAX: 1, PG_POOL_MIN: 0 }, log, `${name}-probe`)
+  // allowExitOnIdle: the idle probe connection never holds the process open at exit. It says what it
+  // finds at once: it does not wait for a primary on its way as requests may (PG_PRIMARY_WAIT_MS).
+  const settings = { ...config, PG_POOL_MAX: 1, PG_POOL_MIN: 0, PG_PRIMARY_WAIT_MS: 0 }
+  const pool = createPool(settings, log, `${name}-probe`)
   pool.options.allowExitOnIdle = true
   let timer
   let stopped = false
