@@ -73,6 +73,9 @@ export const API_VERSIONS = [
   'gateway.networking.k8s.io/v1/HTTPRoute'
 ].flatMap((a) => ['--api-versions', a])
 
+// E2E_PRIMARY_WAIT_MS: the services' PG_PRIMARY_WAIT_MS on the e2e's CloudNativePG (0: not set).
+export const PRIMARY_WAIT_MS = Number(env.E2E_PRIMARY_WAIT_MS || 0)
+
 /**
  * The e2e's values; `released: true` for a released chart, which pins its images (registry and digests)
  * and whose schema may not know this chart's newer keys.
@@ -104,6 +107,9 @@ export function helmValues (extra = [], { released = false } = {}) {
       '--set', 'alerts.database.cluster=postgres', '--set', `alerts.database.namespace=${DATA_NS}`,
       '--set', 'alerts.database.instances=3'
     )
+    for (const s of PRIMARY_WAIT_MS ? SERVICES : []) {
+      args.push('--set', `${s}.config.PG_PRIMARY_WAIT_MS=${PRIMARY_WAIT_MS}`)
+    }
   }
   if (gatewayName) {
     args.push(

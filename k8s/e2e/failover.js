@@ -2,14 +2,15 @@
 // reads and durable writes through the Ingress. On the datastores' CloudNativePG Cluster (3 instances,
 // quorum replication): a replica deleted, a switchover (what `kubectl cnpg promote` does), the primary
 // pod deleted, the primary's postgres killed. Each phase prints its requests and failures by class,
-// the write outage (from the first failed write to the first one that succeeded after it) and the
-// time to a new primary; then checks that every acknowledged write is there: each flows record in the
-// totals, and each updated restaurant reads as its last acknowledged update (or a later one whose
-// outcome is unknown), through the services and their caches.
+// the write outage (from the first failed write until one sent after the last failed one succeeded),
+// the longest acknowledged write (with E2E_PRIMARY_WAIT_MS the services hold requests while the
+// primary moves) and the time to a new primary; then checks that every acknowledged write is there:
+// each flows record in the totals, and each updated restaurant reads as its last acknowledged update
+// (or a later one whose outcome is unknown), through the services and their caches.
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { api, apiItems, kubectl, steadyLoad, table, waitFor, http } from './lib.js'
-import { DATA_NS, INGRESS_HOST, INGRESS_URL, e2e } from './context.js'
+import { DATA_NS, INGRESS_HOST, INGRESS_URL, PRIMARY_WAIT_MS, e2e } from './context.js'
 import { CLUSTER } from './datastores.js'
 import { answered, flowTotal, flows, seededIds } from './traffic.js'
 import { printClues } from './clues.js'
@@ -20,8 +21,8 @@ const LEAD_MS = 2000
 // The restaurants each phase updates: made for it, so that no cached read's entry is invalidated.
 const UPDATED = 20
 const COLUMNS = [
-  'phase', 'cached reads (failed)', 'database reads (failed)', 'writes (failed)', 'write outage', 'new primary after',
-  'acknowledged writes kept'
+  'phase', 'cached reads (failed)', 'database reads (failed)', 'writes (failed)', 'write outage', 'longest write',
+  'new primary after', 'acknowledged writes kept'
 ]
 // The bounds of a write outage, in seconds: a failover's, a switchover's. CloudNativePG's own e2e
 // promotes within 10 s; the outage adds the operator's move of the -rw Service's label (seconds after
@@ -30,6 +31,9 @@ const COLUMNS = [
 // (docs/decisions/0017-cloudnative-pg-for-failover.md).
 export const FAILOVER_S = 15
 export const SWITCHOVER_S = 15
+// A request held while the primary moves (E2E_PRIMARY_WAIT_MS) answers after up to that wait and its
+// query: the load waits that much longer for it.
+const HELD_MS = PRIMARY_WAIT_MS + 10_000
 export const failoverPhases = []
 
 export const status = async () =>
@@ -70,7 +74,7 @@ function load (ids, updated) {
       klass: 'cached', host: INGRESS_HOST, path: `/restaurants/${ids.restaurants[i % ids.restaurants.length]}`
     }),
     (i) => ({ klass: 'cached', host: INGRESS_HOST, path: `/menu/${ids.menus[i % ids.menus.length]}` }),
-    () => ({ klass: 'database', host: INGRESS_HOST, path: `/flows?hour=${flows.hour}` }),
+    () => ({ klass: 'database', host: INGRESS_HOST, path: `/flows?hour=${flows.hour}`, timeoutMs: HELD_MS }),
     () => ({
       klass: 'write',
       host: INGRESS_HOST,
@@ -78,6 +82,7 @@ function load (ids, updated) {
       path: '/flows',
       json: [{ src_app: 'e2e-failover', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }],
       headers: { 'idempotency-key': randomUUID() },
+      timeoutMs: HELD_MS,
       resend: 5,
       onOk: () => flows.acknowledged++,
       onGiveUp: () => unknown++
@@ -92,6 +97,7 @@ function load (ids, updated) {
         method: 'PUT',
         path: `/restaurants/${id}`,
         json: { ...restaurant(i), name: write.name },
+        timeoutMs: HELD_MS,
         resend: 5, // a PUT is sent again as it is, as its client would
         onOk: () => { write.doneAt = Date.now() }
       }
@@ -118,15 +124,16 @@ async function staleRestaurants (updates) {
   return stale
 }
 
-// The outage of a class: from the first failed request to the first one that succeeded after the
-// last failed one (requests by the time they were sent), as { from, to } (ms) or null when none failed.
-function outage (answers) {
+// The outage of a class: from the first failed request (when it was sent) until the first one sent
+// after the last failed one had its answer (a request the service held while the primary moved counts
+// until it was answered), as { from, to } (ms) or null when none failed.
+export function outage (answers) {
   const sorted = [...answers].sort((a, b) => a[0] - b[0])
   const first = sorted.findIndex(([, ok]) => !ok)
   if (first === -1) return null
   const last = sorted.findLastIndex(([, ok]) => !ok)
   const back = sorted.slice(last + 1).find(([, ok]) => ok)
-  return { from: sorted[first][0], to: back ? back[0] : Infinity }
+  return { from: sorted[first][0], to: back ? back[0] + back[3] : Infinity }
 }
 // The same, in seconds; 0 when none failed.
 export function outageSeconds (answers) {
@@ -175,6 +182,7 @@ export async function phase (name, { bound, newPrimary = false, settle, cachedMa
   const c = (k) => r.classes[k] ?? { sent: 0, failed: 0, answers: [] }
   const writesOut = outage(c('write').answers)
   const writeOutage = writesOut ? (writesOut.to - writesOut.from) / 1000 : 0
+  const longestWrite = Math.max(0, ...c('write').answers.filter(([, ok]) => ok).map(([, , , ms]) => ms)) / 1000
   const reads = outageSeconds(c('database').answers)
   // Every acknowledged write, read back: the flows totals (and those whose outcome stayed unknown may
   // be there too), and each updated restaurant.
@@ -193,6 +201,7 @@ export async function phase (name, { bound, newPrimary = false, settle, cachedMa
     `${c('database').sent} (${c('database').failed})`,
     `${c('write').sent} (${c('write').failed})`,
     writeOutage ? `${writeOutage.toFixed(1)} s` : '-',
+    `${longestWrite.toFixed(1)} s`,
     promoted === null ? '-' : `${promoted.toFixed(1)} s`,
     `${kept ? 'yes' : 'NO'}: ${flowsAcknowledged} flows, ${updatesAcknowledged} updates`
   ])

@@ -86,7 +86,9 @@ export const apiItems = async (path, selector) =>
 // An idle connection is closed after 30 s, long before the proxy's own idle timeout (Traefik's 180 s)
 // can close it just as a request is sent on it (ECONNRESET): the sockets a burst opened would otherwise
 // sit in the pool unused and all expire at once, under the next burst.
-const agent = new Agent({ keepAlive: true, maxSockets: 64, timeout: 30_000 })
+// Enough sockets for the requests a database's failover holds (the services wait for the primary):
+// fewer would queue the cached reads sent meanwhile behind them, here, on the client.
+const agent = new Agent({ keepAlive: true, maxSockets: 512, timeout: 30_000 })
 
 /**
  * One HTTP request to `base` (the ingress) with a Host header; resolves to { status, headers, body }
@@ -126,20 +128,20 @@ export function http (base, { host, method = 'GET', path, json, headers = {}, ti
  * `match` accepts. stop() resolves to { sent, ok, failed, failures: {kind: n}, failedBy: {service: n},
  * resent, unresolved, p99Ms, classes } once the requests in flight are in; unresolved: resent writes
  * whose outcome stayed unknown (the target's onGiveUp() is called for each); classes: for the targets
- * with a `klass`, { sent, ok, failed, answers: [[sentAt, ok, byService]…] } (byService: a failure the
+ * with a `klass`, { sent, ok, failed, answers: [[sentAt, ok, byService, ms]…] } (byService: a failure the
  * service itself answered, as a JSON error; not one of the way to it: no answer at all, or the proxy's
- * own 502/503/504).
+ * own 502/503/504; ms: how long it took).
  */
 export function steadyLoad (base, { rate, targets }) {
   const result = {
     sent: 0, ok: 0, failed: 0, failures: {}, failedBy: {}, resent: 0, unresolved: 0, durations: [], classes: {}
   }
-  const counted = (target, ok, at, byService = ok) => {
+  const counted = (target, ok, at, t0, byService = ok) => {
     if (!target.klass) return
     const c = result.classes[target.klass] ??= { sent: 0, ok: 0, failed: 0, answers: [] }
     c.sent++
     c[ok ? 'ok' : 'failed']++
-    c.answers.push([at, ok, byService])
+    c.answers.push([at, ok, byService, performance.now() - t0])
   }
   const inFlight = new Map() // a request on the wire -> its target
   const pending = new Set() // a request and the resends it may still need
@@ -162,17 +164,17 @@ export function steadyLoad (base, { rate, targets }) {
       result.durations.push(performance.now() - t0)
       if ((target.expect ?? [200]).includes(res.status)) {
         result.ok++
-        counted(target, true, at)
+        counted(target, true, at, t0)
         target.onOk?.(res)
         return
       }
-      counted(target, false, at, typeof res.body === 'object' && res.body !== null)
+      counted(target, false, at, t0, typeof res.body === 'object' && res.body !== null)
       const excerpt = typeof res.body === 'string' ? res.body.slice(0, 40).trim() : res.body?.message?.slice(0, 40)
       fail(`${res.status} ${what(target)} (${excerpt})`, target)
       if (res.status < 500) return // the request's own fault: sending it again changes nothing
       return again(target, resends)
     }, (err) => {
-      counted(target, false, at)
+      counted(target, false, at, t0)
       fail(`${err.code ?? err.message} ${what(target)}`, target)
       return again(target, resends)
     })

@@ -15,7 +15,8 @@ import { CLUSTER } from './datastores.js'
 import { labTraefik } from './lab-traefik.js'
 import { http, kjson, kubectl, run, runAsync, steadyLoad, waitFor } from './lib.js'
 import {
-  DATABASE, DATA_NS, INGRESS_HOST, INGRESS_URL, LOAD, NS, SCRAPE_SECONDS, SERVICES, e2e, env, fullname
+  DATABASE, DATA_NS, INGRESS_HOST, INGRESS_URL, LOAD, NS, PRIMARY_WAIT_MS, SCRAPE_SECONDS, SERVICES, e2e, env,
+  fullname
 } from './context.js'
 
 const MONITORING = 'monitoring'
@@ -279,7 +280,10 @@ export async function alertThroughAlertmanager () {
   if (firing().length) throw new Error('SuiteErrorBudgetBurnFast fires for flows before the fault')
   const load = steadyLoad(INGRESS_URL, {
     rate: 20,
-    targets: [() => ({ host: INGRESS_HOST, path: '/flows?hour=1', expect: [200, 503] })]
+    // With E2E_PRIMARY_WAIT_MS flows holds each request that long before its 503: the load waits for it.
+    targets: [() => ({
+      host: INGRESS_HOST, path: '/flows?hour=1', expect: [200, 503], timeoutMs: PRIMARY_WAIT_MS + 10_000
+    })]
   })
   const fault = DATABASE === 'cloudnative-pg' ? cutByPolicy() : cutByService()
   let fired, resolved

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { root } from '../../charts/test/lib.js'
 import { api, apiItems, kubectl, runAsync, waitFor } from './lib.js'
 import { CONTROL_NODE, DATABASE, NS, RELEASE, SERVICES, e2e, fullname } from './context.js'
-import { healthy, phase, podsOf, status, switchoverTo } from './failover.js'
+import { healthy, outage, phase, podsOf, status, switchoverTo } from './failover.js'
 
 const NODES = join(root, 'k8s', 'lab', 'nodes.sh')
 const ZONE = 'topology.kubernetes.io/zone'
@@ -213,9 +213,8 @@ export async function nodeLost () {
   // other failures', judged by when the writes came back.
   const deadPods = answers.filter(([, ok, byService]) => !ok && !byService).map(([at]) => at)
   const lastDeadPod = deadPods.length ? Math.max(...deadPods) : null
-  const writes = (r.classes.write?.answers ?? []).sort((a, b) => a[0] - b[0])
-  const lastWriteFailure = writes.filter(([, ok]) => !ok).map(([at]) => at).pop()
-  const writesBack = lastWriteFailure ? writes.find(([at, ok]) => ok && at > lastWriteFailure)?.[0] : marks.lost
+  const writesOut = outage(r.classes.write?.answers ?? [])
+  const writesBack = writesOut ? (writesOut.to === Infinity ? null : writesOut.to) : marks.lost
   // The bounds: requests meet the dead pods only when sent before the endpoints left them (and a
   // request timeout after, for one already on its way); writes back within the failover bound after
   // the node was found lost.
