@@ -86,9 +86,10 @@ export const apiItems = async (path, selector) =>
 // An idle connection is closed after 30 s, long before the proxy's own idle timeout (Traefik's 180 s)
 // can close it just as a request is sent on it (ECONNRESET): the sockets a burst opened would otherwise
 // sit in the pool unused and all expire at once, under the next burst.
-// Enough sockets for the requests a database's failover holds (the services wait for the primary):
-// fewer would queue the cached reads sent meanwhile behind them, here, on the client.
-const agent = new Agent({ keepAlive: true, maxSockets: 512, timeout: 30_000 })
+// A socket for every request in flight (the load is open loop, bounded by its rate and timeouts): a
+// request queued here, behind those the services hold while a primary moves, would count their wait
+// as its own.
+const agent = new Agent({ keepAlive: true, maxSockets: Infinity, timeout: 30_000 })
 
 /**
  * One HTTP request to `base` (the ingress) with a Host header; resolves to { status, headers, body }

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { root } from '../../charts/test/lib.js'
 import { api, apiItems, kubectl, runAsync, waitFor } from './lib.js'
 import { CONTROL_NODE, DATABASE, NS, RELEASE, SERVICES, e2e, fullname } from './context.js'
-import { healthy, outage, phase, podsOf, status, switchoverTo } from './failover.js'
+import { HELD_MS, healthy, outage, phase, podsOf, status, switchoverTo } from './failover.js'
 
 const NODES = join(root, 'k8s', 'lab', 'nodes.sh')
 const ZONE = 'topology.kubernetes.io/zone'
@@ -16,8 +16,6 @@ const ZONE = 'topology.kubernetes.io/zone'
 // replica (on the lab's own node: lab-traefik.js), and the load comes through it, so its node is not
 // the one drained or lost either.
 const INGRESS_NS = 'traefik'
-// The load's request timeout: a request sent before the endpoints moved may fail up to this late.
-const REQUEST_TIMEOUT_S = 10
 // A lost node's primary: the database fails over within this many seconds of the node found lost.
 // More than a deleted primary's (FAILOVER_S): the operator's status requests to an instance that no
 // longer answers wait for their timeout before it promotes another.
@@ -218,7 +216,7 @@ export async function nodeLost () {
   // The bounds: requests meet the dead pods only when sent before the endpoints left them (and a
   // request timeout after, for one already on its way); writes back within the failover bound after
   // the node was found lost.
-  const deadPodsUntil = marks.endpointsGone + REQUEST_TIMEOUT_S * 1000
+  const deadPodsUntil = marks.endpointsGone + HELD_MS
   if (lastDeadPod && lastDeadPod > deadPodsUntil) {
     e2e.problems.push(`node lost: a request met a dead pod ${seconds(marks.endpointsGone, lastDeadPod)} after the ` +
       'endpoints had left the lost node')
