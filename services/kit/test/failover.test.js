@@ -22,32 +22,6 @@ async function itemsOn (url) {
 
 const env = (url) => ({ DATABASE_URL: url, WORKERS: '1', PG_POOL_MAX: '4', PG_CONNECT_TIMEOUT_MS: '1000' })
 
-test('a server that answers as a standby: 503 with Retry-After, never a read of it; promoted, served at once',
-  async () => {
-    const server = await startPostgres()
-    const url = await server.createDatabase('standby')
-    await itemsOn(url)
-    const svc = await startService({ entry, env: env(url) })
-    try {
-      assert.equal((await get(svc.url, '/items/1')).status, 200)
-      await server.demote()
-      for (const [method, path, body] of [
-        ['GET', '/items/2'], ['GET', '/pg-sleep?ms=0'], ['PUT', '/items/3', { value: 'w' }], ['GET', '/items/4']
-      ]) {
-        const res = await send(svc.url, method, path, body)
-        assert.equal(res.status, 503, `${method} ${path} on a standby: ${JSON.stringify(res.body)}`)
-        assert.equal(res.headers.get('retry-after'), '1')
-      }
-      await server.promote()
-      const write = await send(svc.url, 'PUT', '/items/3', { value: 'after' })
-      assert.equal(write.status, 200, `the first write after the promotion: ${JSON.stringify(write.body)}`)
-      assert.equal((await get(svc.url, '/items/3')).body.value, 'after')
-    } finally {
-      await svc.stop()
-      await server.stop()
-    }
-  })
-
 /**
  * A TCP proxy whose connections can all go silent at once, as to a node that vanished: nothing is
  * forwarded and nothing is closed. New connections after that reach the server again, unless
@@ -77,39 +51,63 @@ async function silencingProxy (port) {
   }
 }
 
-test('connections to a server gone silent: one request pays the timeout, the next ones reach the server anew',
-  async () => {
-    const server = await startPostgres()
-    const url = await server.createDatabase('silent')
-    await itemsOn(url)
-    const proxy = await silencingProxy(server.port)
-    const through = new URL(url)
-    through.port = String(proxy.port)
-    const svc = await startService({ entry, env: env(through.href) })
-    try {
-      // Four pooled connections, each lent once.
-      const warm = await Promise.all([1, 2, 3, 4].map(() => get(svc.url, '/pg-sleep?ms=50')))
-      assert.deepEqual(warm.map((r) => r.status), [200, 200, 200, 200])
-      proxy.silence()
-      const statuses = []
-      for (let i = 0; i < 6; i++) statuses.push((await get(svc.url, `/items/${1 + i}`)).status)
-      assert.equal(statuses[0], 503, 'the first request finds its connection dead, past PG_QUERY_TIMEOUT_MS')
-      assert.deepEqual(statuses.slice(1), [200, 200, 200, 200, 200],
-        'the others are not lent a connection of the silent server')
-    } finally {
-      await svc.stop()
-      proxy.close()
-      await server.stop()
+/**
+ * `fn({ server, svc, proxy })` on a database of its own holding the items fixture, with the fixture's
+ * service started on it with `settings`; `proxied`: the service reaches PostgreSQL through a
+ * silencingProxy. The service, the proxy and PostgreSQL are stopped afterwards, whatever fn did.
+ */
+async function onItems (name, { settings = {}, proxied = false }, fn) {
+  const server = await startPostgres()
+  let proxy, svc
+  try {
+    const url = new URL(await server.createDatabase(name))
+    await itemsOn(url.href)
+    if (proxied) {
+      proxy = await silencingProxy(server.port)
+      url.port = String(proxy.port)
     }
-  })
+    svc = await startService({ entry, env: { ...env(url.href), ...settings } })
+    await fn({ server, svc, proxy })
+  } finally {
+    await svc?.stop()
+    proxy?.close()
+    await server.stop()
+  }
+}
+
+test('a server that answers as a standby: 503 with Retry-After, never a read of it; promoted, served at once',
+  () => onItems('standby', {}, async ({ server, svc }) => {
+    assert.equal((await get(svc.url, '/items/1')).status, 200)
+    await server.demote()
+    for (const [method, path, body] of [
+      ['GET', '/items/2'], ['GET', '/pg-sleep?ms=0'], ['PUT', '/items/3', { value: 'w' }], ['GET', '/items/4']
+    ]) {
+      const res = await send(svc.url, method, path, body)
+      assert.equal(res.status, 503, `${method} ${path} on a standby: ${JSON.stringify(res.body)}`)
+      assert.equal(res.headers.get('retry-after'), '1')
+    }
+    await server.promote()
+    const write = await send(svc.url, 'PUT', '/items/3', { value: 'after' })
+    assert.equal(write.status, 200, `the first write after the promotion: ${JSON.stringify(write.body)}`)
+    assert.equal((await get(svc.url, '/items/3')).body.value, 'after')
+  }))
+
+test('connections to a server gone silent: one request pays the timeout, the next ones reach the server anew',
+  () => onItems('silent', { proxied: true }, async ({ svc, proxy }) => {
+    // Four pooled connections, each lent once.
+    const warm = await Promise.all([1, 2, 3, 4].map(() => get(svc.url, '/pg-sleep?ms=50')))
+    assert.deepEqual(warm.map((r) => r.status), [200, 200, 200, 200])
+    proxy.silence()
+    const statuses = []
+    for (let i = 0; i < 6; i++) statuses.push((await get(svc.url, `/items/${1 + i}`)).status)
+    assert.equal(statuses[0], 503, 'the first request finds its connection dead, past PG_QUERY_TIMEOUT_MS')
+    assert.deepEqual(statuses.slice(1), [200, 200, 200, 200, 200],
+      'the others are not lent a connection of the silent server')
+  }))
 
 test('PG_PRIMARY_WAIT_MS: requests wait for a primary on its way and are served once it is back; a longer ' +
-  'absence answers 503 at the bound', async () => {
-  const server = await startPostgres()
-  const url = await server.createDatabase('moving')
-  await itemsOn(url)
-  const svc = await startService({ entry, env: { ...env(url), PG_PRIMARY_WAIT_MS: '4000' } })
-  try {
+  'absence answers 503 at the bound', () => onItems('moving', { settings: { PG_PRIMARY_WAIT_MS: '4000' } },
+  async ({ server, svc }) => {
     assert.equal((await get(svc.url, '/items/1')).status, 200)
     await server.demote()
     const started = performance.now()
@@ -131,36 +129,20 @@ test('PG_PRIMARY_WAIT_MS: requests wait for a primary on its way and are served 
     assert.equal(res.status, 503)
     assert.equal(res.headers.get('retry-after'), '1')
     assert.ok(took >= 3750 && took < 4000 + 1000, `503 after ${took} ms, the wait 4000 ms`)
-  } finally {
-    await svc.stop()
-    await server.stop()
-  }
-})
+  }))
 
 test('PG_PRIMARY_WAIT_MS: a connect that nothing answers (a Service without endpoints, behind a NetworkPolicy ' +
-  'that drops what it does not admit) is waited through too', async () => {
-  const server = await startPostgres()
-  const url = await server.createDatabase('blackhole')
-  await itemsOn(url)
-  const proxy = await silencingProxy(server.port)
-  const through = new URL(url)
-  through.port = String(proxy.port)
-  const svc = await startService({ entry, env: { ...env(through.href), PG_PRIMARY_WAIT_MS: '5000' } })
-  try {
-    assert.equal((await get(svc.url, '/items/1')).status, 200)
-    proxy.silence()
-    proxy.blackhole(true)
-    // The pooled connections are silent: the first request finds one dead, which drops the others.
-    // (Items not read before: a cached one would not reach PostgreSQL.)
-    assert.equal((await get(svc.url, '/items/5')).status, 503)
-    const answers = Promise.all([2, 3, 4].map((id) => get(svc.url, `/items/${id}`)))
-    await sleep(2500)
-    proxy.blackhole(false)
-    assert.deepEqual((await answers).map((r) => r.status), [200, 200, 200],
-      'held through connects that timed out, served once one is answered')
-  } finally {
-    await svc.stop()
-    proxy.close()
-    await server.stop()
-  }
-})
+  'that drops what it does not admit) is waited through too',
+() => onItems('blackhole', { proxied: true, settings: { PG_PRIMARY_WAIT_MS: '5000' } }, async ({ svc, proxy }) => {
+  assert.equal((await get(svc.url, '/items/1')).status, 200)
+  proxy.silence()
+  proxy.blackhole(true)
+  // The pooled connections are silent: the first request finds one dead, which drops the others.
+  // (Items not read before: a cached one would not reach PostgreSQL.)
+  assert.equal((await get(svc.url, '/items/5')).status, 503)
+  const answers = Promise.all([2, 3, 4].map((id) => get(svc.url, `/items/${id}`)))
+  await sleep(2500)
+  proxy.blackhole(false)
+  assert.deepEqual((await answers).map((r) => r.status), [200, 200, 200],
+    'held through connects that timed out, served once one is answered')
+}))
