@@ -17,11 +17,13 @@ const ZONE = 'topology.kubernetes.io/zone'
 // the one drained or lost either.
 const INGRESS_NS = 'traefik'
 // A lost node's primary. CloudNativePG begins a failover once Kubernetes finds the primary's pod not
-// ready (the node's detection), but a status request of its operator already sent to the dead primary
-// holds that reconcile for its whole timeout (30 s, then a connect's 2 s): the failover begins within
-// OPERATOR_HELD_S of the detection. Once begun, writes are back within NODE_FAILOVER_S: a killed
-// primary's bound (FAILOVER_S) and a 2-s connect timeout to the dead instance in each reconcile.
-const OPERATOR_HELD_S = 32
+// ready (the node's detection), but its operator's first status request to the dead primary, on a
+// connection made before the loss, holds that reconcile for its whole timeout (30 s, then a connect's
+// 2 s); sent up to seconds after the detection, by the reconcile the pod's unreadiness starts, the
+// failover begins within OPERATOR_HELD_S of the detection. Once begun, writes are back within
+// NODE_FAILOVER_S: a killed primary's bound (FAILOVER_S) and a 2-s connect timeout to the dead instance
+// in each reconcile.
+const OPERATOR_HELD_S = 35
 const NODE_FAILOVER_S = 25
 
 const nodes = () => apiItems('/api/v1/nodes')
