@@ -16,6 +16,8 @@ const ZONE = 'topology.kubernetes.io/zone'
 // replica (on the lab's own node: lab-traefik.js), and the load comes through it, so its node is not
 // the one drained or lost either.
 const INGRESS_NS = 'traefik'
+// CloudNativePG's operator: its namespace and Deployment (k8s/install-addons.sh).
+const OPERATOR_NS = 'cnpg-system'
 // A lost node's primary. CloudNativePG begins a failover once Kubernetes finds the primary's pod not
 // ready (the node's detection), but its operator's first status request to the dead primary, on a
 // connection made before the loss, holds that reconcile for its whole timeout (30 s, then a connect's
@@ -164,21 +166,21 @@ export async function drain () {
 let lost = null // the node lost, for nodeBack()
 
 /**
- * CloudNativePG's operator, in its own log since `since`: when it began a failover, and the status
- * requests to `primary` that waited their whole timeout (what holds a failover from a lost node).
- * Resolves to { began (ms, or null), held: [when each such request ended, ms] }.
+ * CloudNativePG's operator, in its own log since `since`: when it began a failover, and when the first
+ * status request to `primary` that waited its whole timeout ended (what holds a failover from a lost
+ * node). Resolves to { began, heldUntil }, each in ms or null.
  */
 async function operatorAccount (since, primary) {
-  const log = await runAsync('kubectl', ['logs', '-n', 'cnpg-system', 'deploy/cnpg-controller-manager',
-    `--since-time=${new Date(since).toISOString()}`]).catch(() => '')
+  const log = await runAsync('kubectl', ['logs', '-n', OPERATOR_NS, 'deploy/cnpg-controller-manager',
+    `--since-time=${new Date(since).toISOString()}`])
   const lines = log.split('\n').flatMap((line) => {
     try { return [JSON.parse(line)] } catch { return [] }
   })
   const at = (line) => (typeof line.ts === 'number' ? line.ts * 1000 : Date.parse(line.ts))
   const began = lines.find((l) => /initiating a failover/.test(l.msg))
-  const held = lines.filter((l) => l.msg === 'Cannot extract Pod status' && l.podName === primary &&
+  const held = lines.find((l) => l.msg === 'Cannot extract Pod status' && l.podName === primary &&
     /Client\.Timeout exceeded/.test(l.error ?? ''))
-  return { began: began ? at(began) : null, held: held.map(at) }
+  return { began: began ? at(began) : null, heldUntil: held ? at(held) : null }
 }
 
 /**
@@ -207,7 +209,7 @@ export async function nodeLost () {
       await waitFor('a new primary', async () => (await status()).currentPrimary !== primary,
         { timeoutMs: 180_000, everyMs: 500 })
         .catch(async (err) => { // what the operator said, and where it ran
-          const operator = (await apiItems('/api/v1/namespaces/cnpg-system/pods')).map((p) => `${p.metadata.name} ` +
+          const operator = (await apiItems(`/api/v1/namespaces/${OPERATOR_NS}/pods`)).map((p) => `${p.metadata.name} ` +
             `on ${p.spec.nodeName}`)
           throw new Error(`${err.message} (the Cluster: ${(await status()).phase}; the operator: ` +
             `${operator.join(', ')})`)
@@ -247,10 +249,10 @@ export async function nodeLost () {
   }
   // Writes back within the failover bound of the failover's beginning, which is within the operator's
   // hold of the detection.
-  const operator = await operatorAccount(marks.lost, marks.primary)
-  if (!operator.began) e2e.problems.push('node lost: the operator\'s log names no failover begun')
-  else if (!writesBack || writesBack - operator.began > NODE_FAILOVER_S * 1000) {
-    e2e.problems.push(`node lost: writes back ${writesBack ? seconds(operator.began, writesBack) : 'never'} after ` +
+  const { began, heldUntil } = await operatorAccount(marks.lost, marks.primary)
+  if (!began) e2e.problems.push('node lost: the operator\'s log names no failover begun')
+  else if (!writesBack || writesBack - began > NODE_FAILOVER_S * 1000) {
+    e2e.problems.push(`node lost: writes back ${writesBack ? seconds(began, writesBack) : 'never'} after ` +
       `the operator began the failover, over ${NODE_FAILOVER_S} s`)
   }
   if (!writesBack || writesBack - marks.lost > (detection + OPERATOR_HELD_S + NODE_FAILOVER_S) * 1000) {
@@ -258,13 +260,13 @@ export async function nodeLost () {
       `the node's detection (${detection.toFixed(1)} s), the operator's hold (${OPERATOR_HELD_S} s) and the ` +
       `failover bound (${NODE_FAILOVER_S} s)`)
   }
-  const held = operator.held.length
-    ? ` (a status request to the lost primary waited its whole timeout until ${seconds(marks.lost, operator.held[0])})`
+  const held = heldUntil
+    ? ` (a status request to the lost primary waited its whole timeout until ${seconds(marks.lost, heldUntil)})`
     : ''
   return `${r.text}; NotReady after ${seconds(marks.lost, marks.notReady)}; endpoints off it after ` +
     `${seconds(marks.lost, marks.endpointsGone)}; requests meeting dead pods until ` +
     `${lastDeadPod ? seconds(marks.lost, lastDeadPod) : '-'} (${deadPods.length}); failover begun after ` +
-    `${operator.began ? seconds(marks.lost, operator.began) : '-'}${held}; new primary after ` +
+    `${began ? seconds(marks.lost, began) : '-'}${held}; new primary after ` +
     `${seconds(marks.lost, marks.newPrimary)}; writes back after ${seconds(marks.lost, writesBack)}; every ` +
     `service's pods ready elsewhere after ${seconds(marks.lost, marks.rescheduled)}`
 }
