@@ -23,8 +23,8 @@ const OPERATOR_NS = 'cnpg-system'
 // connection made before the loss, holds that reconcile for its whole timeout (30 s, then a connect's
 // 2 s); sent up to seconds after the detection, by the reconcile the pod's unreadiness starts, the
 // failover begins within OPERATOR_HELD_S of the detection. Once begun, writes are back within
-// NODE_FAILOVER_S: a killed primary's bound (FAILOVER_S) and a 2-s connect timeout to the dead instance
-// in each reconcile.
+// NODE_FAILOVER_S: a killed primary's failover, which a 2-s connect timeout to the dead instance in each
+// of the operator's reconciles lengthens.
 const OPERATOR_HELD_S = 35
 const NODE_FAILOVER_S = 25
 
