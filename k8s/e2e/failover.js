@@ -145,9 +145,9 @@ export function outageSeconds (answers) {
 
 /**
  * Watches the database while a phase runs, every 250 ms: when a primary other than `primary` is in the
- * Cluster's status, and whether the -rw Service has a ready endpoint. `stop()` resolves to
- * { promoted, serviceBack }, as ms since epoch or null: serviceBack, when the Service led to a ready
- * instance again after its last sample without one.
+ * Cluster's status, and whether the -rw Service has a ready endpoint (`serviceReady()`: in the last
+ * sample). `stop()` resolves to { promoted, serviceBack }, as ms since epoch or null: serviceBack, when
+ * the Service led to a ready instance again after its last sample without one.
  */
 function watchDatabase (primary) {
   let promoted = null
@@ -165,6 +165,7 @@ function watchDatabase (primary) {
     }
   })()
   return {
+    serviceReady: () => samples.at(-1)?.[1] === true,
     async stop () {
       stopped = true
       await watching
@@ -199,9 +200,11 @@ export async function phase (name, { bound, followS, newPrimary = false, settle,
     if (settle) await settle(primary)
     else {
       await sleep(2000) // an instance that restarts in place goes unready first
+      // Every instance ready can come before the -rw Service leads to the new primary: both are awaited.
       await waitFor(`${name}: the cluster back`, async () => {
         const s = await status()
-        return s.readyInstances === s.instances && (!newPrimary || s.currentPrimary !== primary)
+        return s.readyInstances === s.instances && (!newPrimary || s.currentPrimary !== primary) &&
+          watch.serviceReady()
       }, { timeoutMs: 180_000, everyMs: 500 })
     }
     await sleep(3000) // the tail: every request of the outage answered

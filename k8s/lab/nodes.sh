@@ -205,9 +205,17 @@ lose() { # name
 }
 
 restore() { # name
-  local i; i=$(index_of "$1")
+  local i c; i=$(index_of "$1")
   node_start "$i"
-  waitfor "node $1 Ready" 180 kubectl wait --for=condition=Ready "node/$1" --timeout=2s
+  if ! (waitfor "node $1 Ready" 180 kubectl wait --for=condition=Ready "node/$1" --timeout=2s); then
+    # What kept it away, before `down` removes its logs with it.
+    kubectl get node "$1" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.message}{"\n"}{end}' >&2 || true
+    for c in containerd kubelet kube-proxy; do
+      echo "-- $1: the last lines of its $c" >&2
+      tail -n 15 "$NODES/$1/logs/$c.log" >&2 || true
+    done
+    exit 1
+  fi
 }
 
 remove() { # name
