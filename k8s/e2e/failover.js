@@ -169,8 +169,8 @@ function watchDatabase (primary) {
     async stop () {
       stopped = true
       await watching
-      const last = samples.findLastIndex(([, ready]) => !ready)
-      const serviceBack = last === -1 ? null : samples.slice(last + 1).find(([, ready]) => ready)?.[0] ?? Infinity
+      // The samples as answers (outage's shape), each taking no time.
+      const serviceBack = outage(samples.map(([ms, ready]) => [ms, ready, false, 0]))?.to ?? null
       return { promoted, serviceBack }
     }
   }
