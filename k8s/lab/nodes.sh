@@ -41,7 +41,7 @@ pid_running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 start() { # node component command…
   local dir=$NODES/$1 c=$2; shift 2
   pid_running "$dir/run/$c.pid" && return 0
-  setsid nohup nsenter --net="$dir/netns" -- "$@" > "$dir/logs/$c.log" 2>&1 < /dev/null &
+  setsid nohup nsenter --net="$dir/netns" -- "$@" >> "$dir/logs/$c.log" 2>&1 < /dev/null &
   echo $! > "$dir/run/$c.pid"
 }
 kill_now() { # node component: SIGKILL, no grace
@@ -147,10 +147,23 @@ node_start() { # index
   network_up "$i"
   start "$n" containerd containerd --config "$dir/etc/containerd.toml"
   local t; for t in $(seq 1 60); do command ctr --address "$(ctr_of "$n")" version >/dev/null 2>&1 && break; sleep 0.5; done
+  kubelet_start "$i"
+  start "$n" kube-proxy kube-proxy --config="$dir/etc/kube-proxy.yaml"
+}
+
+kubelet_start() { # index (nothing when it runs)
+  local i=$1 n dir; n=$(name_of "$i") dir=$NODES/$(name_of "$i")
   start "$n" kubelet kubelet --config="$dir/etc/kubelet.yaml" --kubeconfig="$dir/kubelet.kubeconfig" \
     --root-dir="$dir/kubelet" --hostname-override="$n" --node-ip="$(ip_of "$i")" \
     --node-labels="topology.kubernetes.io/zone=$(zone_of "$i")"
-  start "$n" kube-proxy kube-proxy --config="$dir/etc/kube-proxy.yaml"
+}
+
+# Ready, as the API server says. A kubelet that gave up meanwhile is started again, as systemd's
+# Restart= does on a real node: containerd answers before its CRI has recovered the containers it
+# had, and a kubelet started then exits ("server is not initialized yet").
+node_ready() { # index
+  kubelet_start "$1"
+  kubectl wait --for=condition=Ready "node/$(name_of "$1")" --timeout=2s
 }
 
 import_all() { # node archive…
@@ -183,9 +196,7 @@ add() { # count
   local pids=()
   for n in "${new[@]}"; do import_all "$n" "$CACHE"/images/*.tar & pids+=($!); done
   for i in "${pids[@]}"; do wait "$i"; done
-  for n in "${new[@]}"; do
-    waitfor "node $n Ready" 180 kubectl wait --for=condition=Ready "node/$n" --timeout=2s
-  done
+  for n in "${new[@]}"; do waitfor "node $n Ready" 180 node_ready "$(index_of "$n")"; done
 }
 
 lose() { # name
@@ -207,7 +218,7 @@ lose() { # name
 restore() { # name
   local i c; i=$(index_of "$1")
   node_start "$i"
-  if ! (waitfor "node $1 Ready" 180 kubectl wait --for=condition=Ready "node/$1" --timeout=2s); then
+  if ! (waitfor "node $1 Ready" 180 node_ready "$i"); then
     # What kept it away, before `down` removes its logs with it.
     kubectl get node "$1" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.message}{"\n"}{end}' >&2 || true
     for c in containerd kubelet kube-proxy; do
