@@ -166,6 +166,20 @@ node_ready() { # index
   kubectl wait --for=condition=Ready "node/$(name_of "$1")" --timeout=2s
 }
 
+# Waits for node_ready; when it does not come, prints what kept the node away (before `down` removes
+# its logs with it) and fails.
+wait_ready() { # index
+  local n c; n=$(name_of "$1")
+  (waitfor "node $n Ready" 180 node_ready "$1") && return 0
+  kubectl get node "$n" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.message}{"\n"}{end}' \
+    >&2 || true
+  for c in containerd kubelet kube-proxy; do
+    echo "-- $n: the last lines of its $c" >&2
+    tail -n 15 "$NODES/$n/logs/$c.log" >&2 || true
+  done
+  exit 1
+}
+
 import_all() { # node archive…
   local n=$1 a; shift
   for a in "$@"; do command ctr --address "$(ctr_of "$n")" -n k8s.io images import "$a" >/dev/null; done
@@ -196,7 +210,7 @@ add() { # count
   local pids=()
   for n in "${new[@]}"; do import_all "$n" "$CACHE"/images/*.tar & pids+=($!); done
   for i in "${pids[@]}"; do wait "$i"; done
-  for n in "${new[@]}"; do waitfor "node $n Ready" 180 node_ready "$(index_of "$n")"; done
+  for n in "${new[@]}"; do wait_ready "$(index_of "$n")"; done
 }
 
 lose() { # name
@@ -216,17 +230,9 @@ lose() { # name
 }
 
 restore() { # name
-  local i c; i=$(index_of "$1")
+  local i; i=$(index_of "$1")
   node_start "$i"
-  if ! (waitfor "node $1 Ready" 180 node_ready "$i"); then
-    # What kept it away, before `down` removes its logs with it.
-    kubectl get node "$1" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.message}{"\n"}{end}' >&2 || true
-    for c in containerd kubelet kube-proxy; do
-      echo "-- $1: the last lines of its $c" >&2
-      tail -n 15 "$NODES/$1/logs/$c.log" >&2 || true
-    done
-    exit 1
-  fi
+  wait_ready "$i"
 }
 
 remove() { # name
