@@ -187,6 +187,16 @@ test('bad input is a 400 naming the index and field, never a 5xx, and stores not
     assert.equal(res.status, 405, method)
     assert.equal(res.headers.get('allow'), 'GET, HEAD, OPTIONS, POST')
   }
+  // Answered before a body is read: a body Fastify would refuse (415) is not looked at.
+  const plain = { body: 'x', headers: { 'content-type': 'text/plain' } }
+  for (const [method, path, status] of [['PUT', '/flows', 405], ['POST', '/nope', 404], ['QUERY', '/nope', 404]]) {
+    const res = await fetch(service.url + path, { method, ...plain })
+    assert.equal(res.status, status, `${method} ${path}`)
+    assert.match(res.headers.get('x-request-id'), /^[\w-]+$/, 'an unknown path is answered with its request id')
+  }
+  const options = await fetch(service.url + '/flows', { method: 'OPTIONS' })
+  assert.equal(options.status, 204)
+  assert.equal(options.headers.get('allow'), 'GET, HEAD, OPTIONS, POST')
   assert.deepEqual(await storedTotals(db), before, 'no bad batch wrote anything')
 })
 

@@ -1,6 +1,7 @@
 // The Fastify application of one instance: the kit's plugins, one concern a file, around a
 // service's own routes. The order matters where hooks run in it: the request's id first, then its
-// telemetry, then the error contract, which answers an unknown path before a body is read.
+// telemetry, then the error contract, which answers an unknown path before a body is read. Unknown
+// paths get only the hooks added before the error contract.
 import Fastify, { LogController } from 'fastify'
 import { validatorCompiler } from './validation.js'
 import { lazyRequestLogger } from '../telemetry/logger.js'

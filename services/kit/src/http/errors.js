@@ -93,12 +93,12 @@ export const errorContract = fp(async function errorContract (app, { tracing }) 
     return sendError(reply, 405, `${request.method} is not allowed on ${path} (allowed: ${allow})`)
   }
   // Answered in onRequest, before Fastify reads a body: it would refuse a QUERY without a
-  // Content-Type first. (A callback hook, not an async one: it runs on every request.)
-  app.addHook('onRequest', (request, reply, done) => {
-    if (request.is404) notFound(request, reply) // answered here: no done()
-    else done()
+  // Content-Type first. The hook is in a scope of its own with the not-found handler, so it runs on
+  // unknown paths only, not on every request.
+  await app.register(async function unknownPaths (scope) {
+    scope.addHook('onRequest', (request, reply) => { notFound(request, reply) }) // answered: no done()
+    scope.setNotFoundHandler(notFound)
   })
-  app.setNotFoundHandler(notFound)
 }, { name: 'error-contract' })
 
 /**
