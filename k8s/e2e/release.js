@@ -1,9 +1,10 @@
 // Releases as a platform team consumes them. The previous release (built from its git tag by this
 // tree's release command) and this tree's are pushed to the cluster's registry and signed with a key
 // made for the run; each is verified before it is installed, and a tampered one is refused. The
-// install stage installs the previous release; upgradePath upgrades it to this one under load, rolls
-// back and upgrades again, with zero failed requests and every acknowledged write kept (onto a release
-// without the start wait, the 503s of its starting pods allowed: startingAnswers).
+// install stage installs the previous release as soon as it is verified, while this one is made;
+// upgradePath upgrades it to this one under load, rolls back and upgrades again, with zero failed
+// requests and every acknowledged write kept (onto a release without the start wait, the 503s of its
+// starting pods allowed: startingAnswers).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -19,8 +20,12 @@ import { served } from './traffic.js'
 
 const REGISTRY = `${DEV_REGISTRY}/suite`
 
-/** Both releases made, pushed and signed; each verified; a moved tag refused. Sets e2e.releases. */
-export async function releases () {
+/**
+ * Both releases made, pushed and signed; each verified; a moved tag refused. Sets e2e.releases.
+ * `previousReady` is called once the previous release is verified (e2e.releases.previous set): the
+ * install takes it from there while this tree's release is made.
+ */
+export async function releases ({ previousReady = () => {} } = {}) {
   if (!DEV_REGISTRY) {
     e2e.notes.push('releases: no E2E_DEV_REGISTRY, so no release was pushed, verified or upgraded from')
     return 'skipped: no E2E_DEV_REGISTRY'
@@ -36,20 +41,6 @@ export async function releases () {
     // The stage starts beside the add-ons' install, the registry's among them.
     await waitFor(`the registry at ${DEV_REGISTRY}`, async () => (await http(`http://${DEV_REGISTRY}`, { path: '/v2/' })
       .catch(() => ({}))).status === 200, { timeoutMs: 600_000, everyMs: 1000 })
-    const made = []
-    for (const [v, tree] of [[previous.version, worktree], [version, undefined]]) {
-      const started = Date.now()
-      const steps = releaseSteps({
-        version: v,
-        registry: REGISTRY,
-        key: join(dir, 'cosign.key'),
-        tree,
-        out: join(dir, `release-${v}`),
-        nodeImage: env.E2E_NODE_IMAGE
-      })
-      await steps.run()
-      made.push(`${v} released in ${((Date.now() - started) / 1000).toFixed(0)} s`)
-    }
     const verify = (v) => verifyRelease({
       version: v,
       registry: REGISTRY,
@@ -57,11 +48,25 @@ export async function releases () {
       out: mkdtempSync(join(tmpdir(), 'suite-verified-')),
       log: console.error
     })
-    e2e.releases = {
-      previous: { ...verify(previous.version), version: previous.version, commit: previous.commit },
-      current: { ...verify(version), version }
+    const release = async (v, tree) => {
+      const started = Date.now()
+      await releaseSteps({
+        version: v,
+        registry: REGISTRY,
+        key: join(dir, 'cosign.key'),
+        tree,
+        out: join(dir, `release-${v}`),
+        nodeImage: env.E2E_NODE_IMAGE
+      }).run()
+      const made = `${v} released in ${((Date.now() - started) / 1000).toFixed(0)} s`
+      return { made, verified: verify(v) }
     }
-    return `${made.join(', ')}; both verified (charts, images, SBOM attestations); ` +
+    const before = await release(previous.version, worktree)
+    e2e.releases = { previous: { ...before.verified, version: previous.version, commit: previous.commit } }
+    previousReady()
+    const now = await release(version)
+    e2e.releases.current = { ...now.verified, version }
+    return `${before.made}, ${now.made}; both verified (charts, images, SBOM attestations); ` +
       `${tampered(version, verify, join(dir, 'cosign.pub'))}`
   } finally {
     run('git', ['-C', root, 'worktree', 'remove', '--force', worktree], { ok: true })

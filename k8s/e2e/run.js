@@ -129,10 +129,14 @@ try {
   await stage('chart with its dependencies', chart)
   // The releases build and push once the registry answers, beside the rest of the add-ons and the
   // datastores; the chart's own database installs once the datastores' Redis is ready, beside their
-  // database's instances. The builds compute, the installs mostly wait.
+  // database's instances. The builds compute, the installs mostly wait. The install takes the previous
+  // release as soon as it is verified, while this tree's is made.
+  let previousReady
+  const previousReleased = new Promise((resolve) => { previousReady = resolve })
   const releasesDone = stage(
-    'releases: the previous and this one, pushed, signed, verified; a tampered one refused (beside the datastores)',
-    releases
+    'releases: the previous and this one, pushed, signed, verified; a tampered one refused ' +
+    '(beside the datastores and the install)',
+    () => releases({ previousReady })
   )
   releasesDone.catch(() => {})
   await addonsInstalled
@@ -143,7 +147,7 @@ try {
   await dataReady
   await stage('charts in the OCI registry', ociCharts)
   await stage('bundled mode: server-side dry-run under restricted', bundledDryRun)
-  await releasesDone
+  await Promise.race([previousReleased, releasesDone]) // releasesDone: skipped, or failed before it
   await chartDatabaseDone
   const chartDatabaseGone = chartDatabaseDone
     ? stage('the chart\'s own CloudNativePG database uninstalled (beside the install)', chartDatabaseRemoved)
@@ -151,6 +155,7 @@ try {
   chartDatabaseGone?.catch(() => {})
   await stage('install', install)
   await chartDatabaseGone
+  await releasesDone
   await stage('upgrade from the previous release, rollback, upgrade again, under load', upgradePath)
   await stage('helm test', helmTest)
   await stage('routes', routesAll)
