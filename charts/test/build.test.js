@@ -168,6 +168,9 @@ test('skaffold dev: a saved .js of a service or the kit lands where the dev-loop
   ]).stdout
   const pod = parse(deployment)[0].spec.template.spec
   assert.deepEqual(pod.containers[0].command, ['node', '--watch-path=/app/services/.restart', '/app/cli.js'])
+  // A restart waits for nothing but requests in flight: the pod stays its clients' endpoint.
+  const env = Object.fromEntries(pod.containers[0].env.map((e) => [e.name, e.value]))
+  assert.deepEqual([env.SHUTDOWN_DELAY_MS, env.SHUTDOWN_IDLE_MS, env.SHUTDOWN_GRACE_MS], ['0', '0', '1000'])
   assert.match(pod.initContainers.find((c) => c.name === 'code').command.join(' '),
     /cpSync\('\/app\/services', '\/code'.*writeFileSync\('\/code\/\.restart'/)
   // The lab profile's builder: buildah on the same Dockerfile, rebuilt on what the image is made of.

@@ -120,11 +120,16 @@ come from a Secret (secretKeyRef); the URLs carry no password.
 - name: WORKERS
   value: {{ include "service.workers" . | quote }}
 {{- /* In the dev loop a synced file restarts the process inside its pod, which stays the endpoint
-it was: no load balancer to wait for, and a save should answer in seconds. */}}
+it was: no load balancer to wait for, no client that stops sending, and a save should answer in
+seconds. */}}
 - name: SHUTDOWN_DELAY_MS
   value: {{ ternary 0 (mul .Values.shutdown.delaySeconds 1000) .Values.devLoop.enabled | quote }}
 - name: SHUTDOWN_GRACE_MS
   value: {{ ternary 1000 (mul .Values.shutdown.graceSeconds 1000) .Values.devLoop.enabled | quote }}
+{{- if .Values.devLoop.enabled }}
+- name: SHUTDOWN_IDLE_MS
+  value: "0"
+{{- end }}
 {{- with .Values.global.tracing }}
 {{- if .endpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT

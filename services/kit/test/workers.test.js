@@ -3,7 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { request } from 'node:http'
+import { Agent, request } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startService, get, metric } from '@suite/kit/testing'
@@ -215,6 +215,25 @@ test('SIGTERM: readiness fails at once, in-flight requests finish, exit 0', asyn
   const answers = await Promise.all(inflight)
   assert.deepEqual(answers.map((a) => a.status), Array(20).fill(200))
   assert.deepEqual(await stopped, { code: 0, signal: null })
+})
+
+test('SIGTERM with SHUTDOWN_IDLE_MS 0 (the dev loop): an idle keep-alive connection is closed at once, ' +
+  'the request in flight answered, exit 0 within a grace of 1 s', async () => {
+  const svc = await start({ WORKERS: '1', LOG_LEVEL: 'info', SHUTDOWN_IDLE_MS: '0', SHUTDOWN_GRACE_MS: '1000' })
+  const agent = new Agent({ keepAlive: true })
+  await new Promise((resolve, reject) => {
+    request(`${svc.url}/slow`, { agent }, (res) => res.resume().on('end', resolve)).on('error', reject).end()
+  })
+  const idle = agent.freeSockets[Object.keys(agent.freeSockets)[0]][0]
+  const closed = new Promise((resolve) => idle.once('close', resolve))
+  const inFlight = getFresh(`${svc.url}/slow?ms=300`)
+  await sleep(100)
+  // With the default idle wait (1 s), the drain outlasts this grace: the process is killed, exit 1.
+  assert.deepEqual(await svc.stop('SIGTERM'), { code: 0, signal: null })
+  assert.equal((await inFlight).status, 200)
+  await closed
+  assert.doesNotMatch(svc.logs(), /killed by timeout/)
+  agent.destroy()
 })
 
 test('SIGTERM: a request longer than SHUTDOWN_GRACE_MS is cut and the exit says so', async () => {

@@ -296,6 +296,14 @@ export const baseSchema = {
       default: 0,
       description: 'after SIGTERM, keep serving (not ready, Connection: close) this long before closing the port'
     },
+    SHUTDOWN_IDLE_MS: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 5000,
+      default: 1000,
+      description: 'then close a keep-alive connection once idle this long, and the port once no new connection ' +
+        'has come for this long (5 s at most); 0: at once, where clients never stop sending here (the dev loop)'
+    },
     SHUTDOWN_GRACE_MS: {
       type: 'integer',
       minimum: 100,

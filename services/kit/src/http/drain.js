@@ -3,17 +3,17 @@
 // gets a reset; closing the listening socket resets the connections still waiting in its accept queue.
 // Instead each connection ends on its own terms: a request in progress is answered with
 // `Connection: close` (request-id.js sets it while draining) and Node closes the connection after that answer;
-// a connection is closed by the server only once it has been idle for DRAIN_IDLE_MS since the drain
-// began, when a client is unlikely to be writing on it (by then it has had answers with `Connection:
-// close` on its other connections and stopped sending here). And the port keeps accepting until no new
-// connection has come for DRAIN_IDLE_MS (a load balancer takes a moment to stop sending new ones):
-// closed while clients still connect, it would refuse or reset them. A client that reconnects after
-// every `Connection: close` would keep it open for ever: it closes DRAIN_ACCEPT_MAX_MS after the drain
-// began at the latest.
+// a connection is closed by the server only once it has been idle for `idleMs` (SHUTDOWN_IDLE_MS) since
+// the drain began, when a client is unlikely to be writing on it (by then it has had answers with
+// `Connection: close` on its other connections and stopped sending here). And the port keeps accepting
+// until no new connection has come for `idleMs` (a load balancer takes a moment to stop sending new
+// ones): closed while clients still connect, it would refuse or reset them. A client that reconnects
+// after every `Connection: close` would keep it open for ever: it closes DRAIN_ACCEPT_MAX_MS after the
+// drain began at the latest. Where the clients never stop sending here (the dev loop restarts the
+// process inside a pod that stays their endpoint), waiting for them only delays the restart: idleMs 0.
 import { Server } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-const DRAIN_IDLE_MS = 1000
 const DRAIN_ACCEPT_MAX_MS = 5000
 
 const CONNECTION = Symbol('connection') // on a response: its connection's { busy, idleSince }
@@ -41,12 +41,12 @@ export function trackConnections (server) {
   })
 
   /**
-   * Waits until every connection has ended and no new one has come for DRAIN_IDLE_MS (or
+   * Waits until every connection has ended and no new one has come for `idleMs` (or
    * DRAIN_ACCEPT_MAX_MS have passed), then stops listening; meanwhile closes the connections idle for
-   * DRAIN_IDLE_MS (counted from now at the earliest). After `timeoutMs` the port is closed and the
+   * `idleMs` (counted from now at the earliest). After `timeoutMs` the port is closed and the
    * connections left are destroyed: resolves to their count.
    */
-  async function drain (timeoutMs) {
+  async function drain (timeoutMs, idleMs) {
     const began = performance.now()
     const deadline = began + timeoutMs
     let listening = true
@@ -56,9 +56,9 @@ export function trackConnections (server) {
     }
     for (let now = began; now < deadline; now = performance.now()) {
       for (const [socket, s] of sockets) {
-        if (s.busy === 0 && now - Math.max(s.idleSince, began) >= DRAIN_IDLE_MS) socket.destroy()
+        if (s.busy === 0 && now - Math.max(s.idleSince, began) >= idleMs) socket.destroy()
       }
-      if (now - Math.max(lastConnection, began) >= DRAIN_IDLE_MS || now - began >= DRAIN_ACCEPT_MAX_MS) stopListening()
+      if (now - Math.max(lastConnection, began) >= idleMs || now - began >= DRAIN_ACCEPT_MAX_MS) stopListening()
       if (!listening && !sockets.size) return 0
       await sleep(50)
     }

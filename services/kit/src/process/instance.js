@@ -77,7 +77,7 @@ export async function createInstance ({ service, id, reusePort, pretty, config, 
       app.draining = true
       await sleep(config.SHUTDOWN_DELAY_MS)
       // Lets in-flight requests finish, then stops accepting.
-      const cut = await connections.drain(config.SHUTDOWN_GRACE_MS)
+      const cut = await connections.drain(config.SHUTDOWN_GRACE_MS, config.SHUTDOWN_IDLE_MS)
       if (cut) log.warn(`${cut} connection(s) still busy after SHUTDOWN_GRACE_MS, closed`)
       await close()
       return cut ? 1 : 0
