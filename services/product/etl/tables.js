@@ -1,5 +1,5 @@
 // The Atelier CSVs and how each maps to its table, in load order (referenced tables first).
-// Types, keys and references are checked by the kit's loader; see services/kit/src/etl/load.js.
+// Types (services/kit/src/etl/column-types.js), keys and references are checked by the kit's loader.
 
 // Some photo rows carry a 5th column repeating thumbnail_url; that copy is dropped (and counted).
 function dropStrayPhotoColumn (fields, header) {

@@ -1,6 +1,6 @@
 // restaurants.csv and how it maps to its table; types and keys are checked by the kit's loader
-// (services/kit/src/etl/load.js). Ranges beyond the types (price_range 1–4, 0–100 scores) are
-// guaranteed by the generator and enforced by the table's CHECKs.
+// (services/kit/src/etl/load.js, the types in column-types.js). Ranges beyond the types (price_range
+// 1–4, 0–100 scores) are guaranteed by the generator and enforced by the table's CHECKs.
 export const tables = [
   {
     file: 'restaurants.csv',

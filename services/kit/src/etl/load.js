@@ -18,8 +18,8 @@ import { CsvParser, MAX_RECORD } from './csv.js'
 import { copyLine } from './copy.js'
 import { IdSet } from './idset.js'
 import { createProgress } from './progress.js'
+import { REJECT, converter } from './column-types.js'
 
-const INT4_MAX = 2147483647
 const FLUSH_AT = 1 << 16 // characters of COPY text per write
 
 /**
@@ -44,43 +44,6 @@ const SWAP_LOCK_TIMEOUT_MS = 1000
  * Its message is one line.
  */
 export class LoadRefused extends Error {}
-
-/**
- * Column types: each turns the CSV text into the COPY value, or returns REJECT.
- * A trailing `?` (e.g. `price?`) also accepts the literal `null` (and empty) as SQL NULL.
- */
-const REJECT = Symbol('reject')
-const types = {
-  // Kept as text, as read: COPY parses it, and a number turned back into text is garbage to collect.
-  id: (s) => (isDigits(s) && +s >= 1 && +s <= INT4_MAX ? s : REJECT),
-  count: (s) => (isDigits(s) && +s <= INT4_MAX ? s : REJECT),
-  price: (s) => (/^\d{1,10}(\.\d+)?$/.test(s) ? s : REJECT),
-  bool: (s) => (s === '1' || s === 'true' ? 't' : s === '0' || s === 'false' ? 'f' : REJECT),
-  // For a json/jsonb column: a row with broken JSON is rejected here, not the whole COPY there.
-  // (jsonb also refuses \u0000, which JSON.parse accepts.)
-  json: (s) => (isJson(s) && !s.includes('\\u0000') ? s : REJECT),
-  // PostgreSQL text cannot hold a NUL character: a row with one (binary bytes) would fail the whole COPY.
-  text: (s) => (s.includes('\0') ? REJECT : s)
-}
-// 1 to 10 ASCII digits (what a positive int4 can be written as), without a regular expression.
-function isDigits (s) {
-  const n = s.length
-  if (n === 0 || n > 10) return false
-  for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i)
-    if (c < 48 || c > 57) return false
-  }
-  return true
-}
-function isJson (s) {
-  try { JSON.parse(s); return true } catch { return false }
-}
-function converter (type) {
-  const nullable = type.endsWith('?')
-  const base = types[nullable ? type.slice(0, -1) : type]
-  if (!base) throw new Error(`unknown column type ${type}`)
-  return nullable ? (s) => (s === 'null' || s === '' ? null : base(s)) : base
-}
 
 /**
  * @typedef {object} TableSpec
