@@ -206,8 +206,8 @@ export const baseSchema = {
       minimum: 0,
       maximum: 5000,
       default: 1000,
-      description: 'then close a keep-alive connection once idle this long, and the port once no new connection ' +
-        'has come for this long (5 s at most); 0: at once, where clients never stop sending here (the dev loop)'
+      description: 'after the delay, close a keep-alive connection once idle this long, and the port once no new ' +
+        'connection has come for this long (5 s at most); 0: at once, where clients never stop sending (the dev loop)'
     },
     SHUTDOWN_GRACE_MS: {
       type: 'integer',
