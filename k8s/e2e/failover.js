@@ -75,21 +75,26 @@ async function freshRestaurants () {
 function load (ids, updated) {
   const updates = new Map(updated.map((id) => [id, []]))
   let unknown = 0 // flows writes whose every try failed: they may or may not be in the totals
+  let lastAcknowledged = 0 // when the latest write acknowledged so far was first sent
+  const acknowledged = (sentAt) => { lastAcknowledged = Math.max(lastAcknowledged, sentAt) }
   const targets = [
     (i) => ({ klass: 'cached', path: `/products/${ids.products[i % ids.products.length]}` }),
     (i) => ({ klass: 'cached', path: `/restaurants/${ids.restaurants[i % ids.restaurants.length]}` }),
     (i) => ({ klass: 'cached', path: `/menu/${ids.menus[i % ids.menus.length]}` }),
     () => ({ klass: 'database', path: `/flows?hour=${flows.hour}` }),
-    () => ({
-      klass: 'write',
-      method: 'POST',
-      path: '/flows',
-      json: [{ src_app: 'e2e-failover', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }],
-      headers: { 'idempotency-key': randomUUID() },
-      resend: 5,
-      onOk: () => flows.acknowledged++,
-      onGiveUp: () => unknown++
-    }),
+    () => {
+      const sentAt = Date.now()
+      return {
+        klass: 'write',
+        method: 'POST',
+        path: '/flows',
+        json: [{ src_app: 'e2e-failover', dest_app: 'b', vpc_id: 'v', bytes_tx: 1, bytes_rx: 0, hour: flows.hour }],
+        headers: { 'idempotency-key': randomUUID() },
+        resend: 5,
+        onOk: () => { flows.acknowledged++; acknowledged(sentAt) },
+        onGiveUp: () => unknown++
+      }
+    },
     (i) => {
       const id = updated[i % updated.length]
       const write = { name: `e2e-failover-${randomUUID()}`, sentAt: Date.now(), doneAt: Infinity }
@@ -100,12 +105,17 @@ function load (ids, updated) {
         path: `/restaurants/${id}`,
         json: { ...restaurant(i), name: write.name },
         resend: 5, // a PUT is sent again as it is, as its client would
-        onOk: () => { write.doneAt = Date.now() }
+        onOk: () => { write.doneAt = Date.now(); acknowledged(write.sentAt) }
       }
     }
   ]
   const held = targets.map((target) => (i) => ({ host: INGRESS_HOST, timeoutMs: HELD_MS, ...target(i) }))
-  return { load: steadyLoad(INGRESS_URL, { rate: RATE, targets: held }), updates, flowsUnknown: () => unknown }
+  return {
+    load: steadyLoad(INGRESS_URL, { rate: RATE, targets: held }),
+    updates,
+    flowsUnknown: () => unknown,
+    writtenSince: (ms) => lastAcknowledged >= ms // a write first sent at `ms` or later acknowledged
+  }
 }
 
 /**
@@ -178,11 +188,11 @@ function watchDatabase (primary) {
 
 /**
  * One phase: the load, `action(primary)`, then `settle(primary)` (by default: every instance ready
- * again, with `newPrimary` under another primary), the accounting. `bound`: the write outage allowed
- * in seconds (0: no request may fail at all); `followS`: the longest from the -rw Service back to
- * writes back, in seconds (none when not given); `cachedMayFail`: cached reads are the caller's to
- * judge. Its row joins the table; resolves to { text, classes (the answers by class), at (when the
- * action began) }.
+ * again, with `newPrimary` under another primary) and a write sent after it acknowledged, the
+ * accounting. `bound`: the write outage allowed in seconds (0: no request may fail at all);
+ * `followS`: the longest from the -rw Service back to writes back, in seconds (none when not given);
+ * `cachedMayFail`: cached reads are the caller's to judge. Its row joins the table; resolves to
+ * { text, classes (the answers by class), at (when the action began) }.
  */
 export async function phase (name, { bound, followS, newPrimary = false, settle, cachedMayFail = false }, action) {
   await healthy()
@@ -190,7 +200,7 @@ export async function phase (name, { bound, followS, newPrimary = false, settle,
   const ids = await seededIds()
   const before = await flowTotal()
   const acknowledged = flows.acknowledged
-  const { load: running, updates, flowsUnknown } = load(ids, await freshRestaurants())
+  const { load: running, updates, flowsUnknown, writtenSince } = load(ids, await freshRestaurants())
   await sleep(LEAD_MS)
   const at = Date.now()
   const watch = watchDatabase(primary)
@@ -207,6 +217,11 @@ export async function phase (name, { bound, followS, newPrimary = false, settle,
           watch.serviceReady()
       }, { timeoutMs: 180_000, everyMs: 500 })
     }
+    // Whatever the status says, the phase lasts until a write sent after it is acknowledged: on a busy
+    // machine it can read ready seconds after a postmaster was killed, while nothing answers.
+    const settled = Date.now()
+    await waitFor(`${name}: a write acknowledged`, async () => writtenSince(settled),
+      { timeoutMs: 180_000, everyMs: 250 })
     await sleep(3000) // the tail: every request of the outage answered
   } finally {
     ({ promoted, serviceBack } = await watch.stop())
