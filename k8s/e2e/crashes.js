@@ -86,8 +86,7 @@ async function crash (fault, ids) {
       service,
       pod,
       restarts: pod.status.containerStatuses[0].restartCount,
-      endpoint: watchEndpoint(service, pod.status.podIP),
-      inFlight: 0
+      endpoint: watchEndpoint(service, pod.status.podIP)
     }
   }))
   const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
@@ -98,14 +97,12 @@ async function crash (fault, ids) {
   // the signal is sent; the process dies, and its connections close, a moment later: a request the
   // edge wrote on a kept-alive connection meanwhile was inside it too (the edge retries only what
   // never reached a pod).
-  const sample = setInterval(() => {
-    for (const v of victims) v.inFlight = Math.max(v.inFlight, load.inFlight((t) => t.service === v.service))
-  }, 2)
+  const peaks = victims.map((v) => load.peakInFlight((t) => t.service === v.service))
   try {
     await Promise.all(victims.map((v) => (fault === 'SIGKILL' ? kill(v.pod) : oom(v.pod))))
     await sleep(DEATH_MS)
   } finally {
-    clearInterval(sample)
+    victims.forEach((v, i) => { v.inFlight = peaks[i].stop() })
   }
   const struck = ((Date.now() - start) / 1000).toFixed(1)
   try {

@@ -125,13 +125,14 @@ export function http (base, { host, method = 'GET', path, json, headers = {}, ti
  * http() options and the statuses it accepts), whatever the answers take, until stop() is called.
  * Every answer outside `expect` and every network error is a failure, counted by kind. A target with
  * `resend: n` (a write with its Idempotency-Key) is sent again after a failure, as its client would,
- * up to n times; each failed try counts. inFlight(match) counts the requests under way whose target
- * `match` accepts. stop() resolves to { sent, ok, failed, failures: {kind: n}, failedBy: {service: n},
- * resent, unresolved, p99Ms, classes } once the requests in flight are in; unresolved: resent writes
- * whose outcome stayed unknown (the target's onGiveUp() is called for each); classes: for the targets
- * with a `klass`, { sent, ok, failed, answers: [[sentAt, ok, byService, ms]…] } (byService: a failure the
- * service itself answered, as a JSON error; not one of the way to it: no answer at all, or the proxy's
- * own 502/503/504; ms: how long it took).
+ * up to n times; each failed try counts. peakInFlight(match) watches the most requests under way at
+ * once whose target `match` accepts, until its stop() returns that count. stop() resolves to { sent,
+ * ok, failed, failures: {kind: n}, failedBy: {service: n}, resent, unresolved, p99Ms, classes } once
+ * the requests in flight are in; unresolved: resent writes whose outcome stayed unknown (the target's
+ * onGiveUp() is called for each); classes: for the targets with a `klass`, { sent, ok, failed,
+ * answers: [[sentAt, ok, byService, ms]…] } (byService: a failure the service itself answered, as a
+ * JSON error; not one of the way to it: no answer at all, or the proxy's own 502/503/504; ms: how
+ * long it took).
  */
 export function steadyLoad (base, { rate, targets }) {
   const result = {
@@ -145,6 +146,9 @@ export function steadyLoad (base, { rate, targets }) {
     c.answers.push([at, ok, byService, performance.now() - t0])
   }
   const inFlight = new Map() // a request on the wire -> its target
+  const onWire = (match) => [...inFlight.values()].filter(match).length
+  // The count only grows when a request is sent, so reading it at each send gives the exact peak.
+  const peaks = new Set()
   const pending = new Set() // a request and the resends it may still need
   const fail = (kind, target) => {
     result.failed++
@@ -160,6 +164,7 @@ export function steadyLoad (base, { rate, targets }) {
     const at = Date.now()
     const wire = http(base, target)
     inFlight.set(wire, target)
+    for (const peak of peaks) if (peak.match(target)) peak.max = Math.max(peak.max, onWire(peak.match))
     wire.finally(() => inFlight.delete(wire)).catch(() => {})
     const p = wire.then((res) => {
       result.durations.push(performance.now() - t0)
@@ -207,7 +212,11 @@ export function steadyLoad (base, { rate, targets }) {
     }
   })()
   return {
-    inFlight: (match) => [...inFlight.values()].filter(match).length,
+    peakInFlight (match) {
+      const peak = { match, max: onWire(match) }
+      peaks.add(peak)
+      return { stop: () => { peaks.delete(peak); return peak.max } }
+    },
     async stop () {
       stopped = true
       await loop
