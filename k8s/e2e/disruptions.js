@@ -2,9 +2,9 @@
 // release was upgraded from), a config change and a pod deletion, each with zero failed requests and
 // every acknowledged write counted.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { kjson, kubectl, runAsync, steadyLoad, table } from './lib.js'
+import { cpuPressure, kjson, kubectl, runAsync, steadyLoad, table } from './lib.js'
 import {
-  INGRESS_URL, LOAD_HOSTS, NS, RELEASE, SERVICES, TAG, TAG_B, e2e, env, fullname, helmValues
+  ADDONS, INGRESS_URL, LOAD_HOSTS, NS, RELEASE, SERVICES, TAG, TAG_B, e2e, env, fullname, helmValues
 } from './context.js'
 import { flowsMark, keptSince, loadTargets, seededIds } from './traffic.js'
 import { followServerLogs, printClues } from './clues.js'
@@ -18,14 +18,34 @@ export const RATE = Number(env.E2E_RATE || 40)
 export const LEAD_MS = 1500
 // Failed requests a phase allows, by its row: see underLoad's `excused`.
 const excusedIn = new Map()
+// The services' own answers to a request they could not serve now, each with Retry-After: load shed,
+// the database not reached, a flows batch not stored (503), a commit's outcome unknown (504, resent
+// with its Idempotency-Key). Never the edge's own (502, 504) nor a connection that failed.
+export const OWN_ANSWERS =
+  /^50[34] .*\((service overloaded|database unavailable|the batch was not stored|the database connection was lost)/
+// On the lab every node's CPUs are this machine's two, which the load and the control plane share. A
+// phase in which some task waited for a CPU most of the time may get a few of the services' own
+// answers: a worker whose event loop a starved CPU held past its bound sheds, a flows batch whose wait
+// for the hot row's lock outlasted its statement timeout is not stored. Up to 1 request in 100.
+const STARVED = 0.5
+const starved = (pressure) => (ADDONS === 'lab' && pressure >= STARVED
+  ? {
+      test: (kind) => OWN_ANSWERS.test(kind),
+      why: `the services' own 503s and 504s while the lab's CPUs were starved ${(pressure * 100).toFixed(0)}% ` +
+        'of the phase',
+      share: 0.01
+    }
+  : undefined)
 
 /**
  * `action` under steady load over `ids`, as a row of the report. `excused` ({ test(kind), why, share }):
  * failures of the kinds `test` accepts, up to `share` of the phase's requests, do not fail the run; the
- * row says how many there were and why they are allowed.
+ * row says how many there were and why they are allowed. Without it, a phase on the lab's starved
+ * CPUs allows a few of the services' own answers (`starved`).
  */
 export async function underLoad (name, ids, action, { excused } = {}) {
   const followed = followServerLogs()
+  const pressure = cpuPressure()
   const load = steadyLoad(INGRESS_URL, { rate: RATE, targets: loadTargets(ids, LOAD_HOSTS) })
   const loaded = Date.now()
   await sleep(LEAD_MS)
@@ -35,6 +55,7 @@ export async function underLoad (name, ids, action, { excused } = {}) {
   await sleep(5000) // the tail: old pods finishing their drain
   const r = await load.stop()
   const logged = followed.stop()
+  excused ??= starved(pressure.stop())
   const row = phaseRow(name, r, actionSeconds, detail)
   const allowed = Object.entries(r.failures).filter(([kind]) => excused?.test(kind)).reduce((n, [, v]) => n + v, 0)
   if (allowed && allowed <= excused.share * r.sent) {

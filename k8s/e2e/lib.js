@@ -1,6 +1,7 @@
 // What the cluster e2e is made of: running kubectl and helm, HTTP through the ingress with a Host
 // header, steady open-loop load that counts every failure, and a report table.
 import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -37,6 +38,29 @@ export function runAsync (cmd, args, { env, cwd } = {}) {
     child.on('close', (code) => { clearTimeout(exited); settle(code) })
     child.on('exit', (code) => { exited = setTimeout(() => settle(code), 1000) })
   })
+}
+
+/**
+ * How starved this machine's CPUs are from now until stop(): the share of that time in which some task
+ * waited for a CPU (Linux pressure stall information, /proc/pressure/cpu), or null where it cannot be
+ * read.
+ */
+export function cpuPressure () {
+  const stalled = () => {
+    try {
+      return Number(/^some .*total=(\d+)/m.exec(readFileSync('/proc/pressure/cpu', 'utf8'))[1]) // µs
+    } catch {
+      return null
+    }
+  }
+  const from = performance.now()
+  const before = stalled()
+  return {
+    stop () {
+      const after = stalled()
+      return before === null || after === null ? null : (after - before) / ((performance.now() - from) * 1000)
+    }
+  }
 }
 
 export const kubectl = (args, opts) => run('kubectl', args, opts)

@@ -15,7 +15,7 @@ import { verifyRelease } from '../../scripts/release/verify.js'
 import { artifacts } from '../../scripts/release/artifacts.js'
 import { apiItems, http, kjson, run, runAsync, waitFor } from './lib.js'
 import { DEV_REGISTRY, LOAD_HOSTS, NS, RELEASE, e2e, env, helmValues } from './context.js'
-import { phasesUnderLoad, rolloutStatus, underLoad } from './disruptions.js'
+import { OWN_ANSWERS, phasesUnderLoad, rolloutStatus, underLoad } from './disruptions.js'
 import { served } from './traffic.js'
 
 const REGISTRY = `${DEV_REGISTRY}/suite`
@@ -128,11 +128,7 @@ async function versionsDuring (action) {
 // such a release allows those, up to 1 request in 10; every acknowledged write must still be kept.
 const waitsAtStart = (commit) =>
   run('git', ['-C', root, 'grep', '-q', 'START_WAIT_MS', commit, '--', 'services/kit/src'], { ok: true }).code === 0
-const OWN_ANSWERS =
-  /^50[34] .*\((service overloaded|database unavailable|the batch was not stored|the database connection was lost)/
 const startingAnswers = (version) => ({
-  // The services' own answers: shed, the database not reached, a flows write not stored (503) or
-  // whose commit's outcome is unknown (504, resent with its key).
   test: (kind) => OWN_ANSWERS.test(kind),
   why: `${version} has no start wait: its new pods serve before their connections are admitted`,
   share: 0.1
