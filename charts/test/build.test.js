@@ -195,7 +195,9 @@ test('README.md\'s lab recipe runs the lab profile against the registry k8s/regi
   const registry = ['--default-repo', `localhost:${service.spec.ports[0].nodePort}`]
   // skaffold run takes the dev profile by name (its seed, the routes' data); skaffold dev by itself.
   assert.deepEqual(recipe.run, ['-p', 'dev,lab', ...registry])
-  for (const command of ['dev', 'delete']) assert.deepEqual(recipe[command], ['-p', 'lab', ...registry], command)
+  // skaffold dev acts 200 ms after the last save, not its default 1 s.
+  assert.deepEqual(recipe.dev, ['-p', 'lab', ...registry, '-i', '200'])
+  assert.deepEqual(recipe.delete, ['-p', 'lab', ...registry])
   const kind = parse(readFileSync(join(root, 'k8s', 'kind.yaml'), 'utf8'))[0]
   assert.ok(
     kind.nodes[0].extraPortMappings.some((m) =>
