@@ -1,6 +1,7 @@
 // Disruptions under steady load through the Ingress and the HTTPRoute: an image upgrade (where no
-// release was upgraded from), a config change and a pod deletion, each with zero failed requests and
-// every acknowledged write counted.
+// release was upgraded from), a config change and a pod deletion, each with zero failed requests (on
+// the lab's starved CPUs, a few of the services' own answers: `starved`) and every acknowledged write
+// counted.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { cpuPressure, kjson, kubectl, runAsync, steadyLoad, table } from './lib.js'
 import {
